@@ -1,0 +1,588 @@
+#include "serialize/fbtree.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "serialize/error.h"
+
+namespace ptepack::schema {
+extern const uint8_t k_program_bfbs[];
+extern const size_t k_program_bfbs_size;
+extern const uint8_t k_flat_tensor_bfbs[];
+extern const size_t k_flat_tensor_bfbs_size;
+extern const uint8_t k_flat_tensor_legacy_bfbs[];
+extern const size_t k_flat_tensor_legacy_bfbs_size;
+}  // namespace ptepack::schema
+
+namespace ptepack::fb {
+namespace {
+
+[[noreturn]] void Fail(const std::string& msg) { throw Error("fbtree", msg); }
+
+bool IsScalarType(reflection::BaseType t) {
+  return t >= reflection::UType && t <= reflection::Double;
+}
+
+uint64_t ReadBits(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, n);  // little-endian host assumed (checked at build)
+  return v;
+}
+
+// Sign- or zero-extends a raw value of type t into int64.
+int64_t ToInt(reflection::BaseType t, uint64_t bits) {
+  switch (t) {
+    case reflection::Byte: return static_cast<int8_t>(bits);
+    case reflection::Short: return static_cast<int16_t>(bits);
+    case reflection::Int: return static_cast<int32_t>(bits);
+    case reflection::Long: return static_cast<int64_t>(bits);
+    default: return static_cast<int64_t>(bits);
+  }
+}
+
+bool IsDefault(const reflection::Field& f, uint64_t bits) {
+  auto t = f.type()->base_type();
+  if (t == reflection::Float) {
+    float v;
+    uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&v, &b, 4);
+    return v == static_cast<float>(f.default_real());
+  }
+  if (t == reflection::Double) {
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v == f.default_real();
+  }
+  size_t n = ScalarSize(t);
+  uint64_t mask = n == 8 ? ~0ull : ((1ull << (8 * n)) - 1);
+  return (bits & mask) == (static_cast<uint64_t>(f.default_integer()) & mask);
+}
+
+size_t FieldSize(const reflection::Field& f) {
+  auto t = f.type()->base_type();
+  return IsScalarType(t) ? ScalarSize(t) : 4;
+}
+
+size_t PaddingBytes(size_t size, size_t align) { return (~size + 1) & (align - 1); }
+
+// A FlatBuffers builder that grows downward, written to mirror the layout
+// decisions of flatc (C++ FlatBufferBuilder) and of the Python Builder.
+class Emitter {
+ public:
+  explicit Emitter(Order order) : order_(order), buf_(4096), head_(4096) {}
+
+  size_t size() const { return buf_.size() - head_; }
+  size_t minalign() const { return minalign_; }
+
+  void Reserve(size_t n) {
+    if (head_ >= n) return;
+    size_t used = size();
+    size_t cap = std::max(buf_.size() * 2, used + n + 1024);
+    std::vector<uint8_t> nb(cap);
+    std::memcpy(nb.data() + cap - used, buf_.data() + head_, used);
+    buf_.swap(nb);
+    head_ = cap - used;
+  }
+  void PushBytes(const uint8_t* p, size_t n) {
+    Reserve(n);
+    head_ -= n;
+    if (n) std::memcpy(&buf_[head_], p, n);
+  }
+  void Pad(size_t n) {
+    Reserve(n);
+    head_ -= n;
+    std::memset(&buf_[head_], 0, n);
+  }
+  // flatc's C++ builder (since 2.0.7) ignores alignment requests for
+  // zero-length data; older flatc and the Python builder honour them.
+  void PreAlign(size_t len, size_t align) {
+    if (len == 0 && order_ == Order::kFlatc) return;
+    Align(len, align);
+  }
+  void Align(size_t a) { Align(0, a); }
+  void Align(size_t len, size_t align) {
+    minalign_ = std::max(minalign_, align);
+    Pad(PaddingBytes(size() + len, align));
+  }
+  uint32_t PushScalar(uint64_t bits, size_t n) {
+    Align(n);
+    PushBytes(reinterpret_cast<const uint8_t*>(&bits), n);
+    return static_cast<uint32_t>(size());
+  }
+  uint32_t ReferTo(uint32_t off) {
+    Align(4);
+    return static_cast<uint32_t>(size() - off + 4);
+  }
+
+  void StartTable() {
+    table_start_ = static_cast<uint32_t>(size());
+    fields_.clear();
+    max_voffset_ = 0;
+  }
+  void AddScalar(uint16_t voff, uint64_t bits, size_t n) { Track(voff, PushScalar(bits, n)); }
+  void AddOffset(uint16_t voff, uint32_t off) { Track(voff, PushScalar(ReferTo(off), 4)); }
+
+  uint32_t EndTable() {
+    uint32_t vtloc = PushScalar(0, 4);
+    uint16_t vtsize = std::max<uint16_t>(static_cast<uint16_t>(max_voffset_ + 2), 4);
+    std::vector<uint16_t> vt(vtsize / 2, 0);
+    vt[0] = vtsize;
+    vt[1] = static_cast<uint16_t>(vtloc - table_start_);
+    for (auto& [voff, loc] : fields_) vt[voff / 2] = static_cast<uint16_t>(vtloc - loc);
+    uint32_t vt_use = 0;
+    if (order_ != Order::kPythonObjectApi) {
+      for (uint32_t pos : vtables_) {
+        const uint8_t* old = &buf_[buf_.size() - pos];
+        uint16_t old_size;
+        std::memcpy(&old_size, old, 2);
+        if (old_size == vtsize && std::memcmp(old, vt.data(), vtsize) == 0) {
+          vt_use = pos;
+          break;
+        }
+      }
+      if (vt_use == 0) {
+        PushBytes(reinterpret_cast<const uint8_t*>(vt.data()), vtsize);
+        vt_use = static_cast<uint32_t>(size());
+        vtables_.push_back(vt_use);
+      }
+    } else {
+      std::vector<uint16_t> key(vt.begin() + 2, vt.end());
+      auto it = py_vtables_.find(key);
+      if (it != py_vtables_.end()) {
+        vt_use = it->second;
+      } else {
+        PushBytes(reinterpret_cast<const uint8_t*>(vt.data()), vtsize);
+        vt_use = static_cast<uint32_t>(size());
+        py_vtables_.emplace(std::move(key), vt_use);
+      }
+    }
+    int32_t soff = static_cast<int32_t>(vt_use) - static_cast<int32_t>(vtloc);
+    std::memcpy(&buf_[buf_.size() - vtloc], &soff, 4);
+    return vtloc;
+  }
+
+  void StartVector(size_t len_bytes, size_t elemsize, size_t force_align, size_t count) {
+    (void)count;
+    if (force_align > 1) PreAlign(len_bytes, force_align);
+    PreAlign(len_bytes, 4);
+    PreAlign(len_bytes, elemsize);
+  }
+  uint32_t CreateScalarVector(const uint8_t* data, size_t count, size_t elemsize,
+                              size_t force_align) {
+    StartVector(count * elemsize, elemsize, force_align, count);
+    PushBytes(data, count * elemsize);
+    return PushScalar(count, 4);
+  }
+  uint32_t CreateOffsetVector(const std::vector<uint32_t>& offs, size_t force_align) {
+    StartVector(offs.size() * 4, 4, force_align, offs.size());
+    for (size_t i = offs.size(); i-- > 0;) PushScalar(ReferTo(offs[i]), 4);
+    return PushScalar(offs.size(), 4);
+  }
+  uint32_t CreateString(const std::string& s) {
+    PreAlign(s.size() + 1, 4);
+    Pad(1);
+    PushBytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    return PushScalar(s.size(), 4);
+  }
+  std::vector<uint8_t> Finish(uint32_t root, const std::string& ident) {
+    PreAlign(4 + (ident.empty() ? 0 : 4), minalign_);
+    if (!ident.empty()) PushBytes(reinterpret_cast<const uint8_t*>(ident.data()), 4);
+    PushScalar(ReferTo(root), 4);
+    return std::vector<uint8_t>(buf_.begin() + static_cast<ptrdiff_t>(head_), buf_.end());
+  }
+
+ private:
+  void Track(uint16_t voff, uint32_t loc) {
+    fields_.emplace_back(voff, loc);
+    max_voffset_ = std::max(max_voffset_, voff);
+  }
+  Order order_;
+  std::vector<uint8_t> buf_;
+  size_t head_;
+  size_t minalign_ = 1;
+  uint32_t table_start_ = 0;
+  uint16_t max_voffset_ = 0;
+  std::vector<std::pair<uint16_t, uint32_t>> fields_;
+  std::vector<uint32_t> vtables_;
+  std::map<std::vector<uint16_t>, uint32_t> py_vtables_;
+};
+
+class Encoder {
+ public:
+  Encoder(const Schema& s, const EncodeOptions& o) : s_(s), o_(o), e_(o.order) {}
+
+  size_t ForceAlign(const reflection::Object& obj, const reflection::Field& f) const {
+    std::string name = obj.name()->str();
+    auto dot = name.rfind('.');
+    std::string key = (dot == std::string::npos ? name : name.substr(dot + 1)) + "." + f.name()->str();
+    auto it = o_.force_align.find(key);
+    if (it != o_.force_align.end()) return it->second;
+    if (f.attributes()) {
+      if (auto* kv = f.attributes()->LookupByKey("force_align")) {
+        return std::stoul(kv->value()->str());
+      }
+    }
+    return 1;
+  }
+
+  size_t MaxForceAlign() const {
+    size_t m = 1;
+    for (auto* obj : *s_.raw().objects()) {
+      for (auto* f : *obj->fields()) m = std::max(m, ForceAlign(*obj, *f));
+    }
+    return m;
+  }
+
+  uint32_t EncodeTable(const Table& t) {
+    const auto& fields = s_.FieldsById(*t.def);
+    if (t.fields.size() != fields.size()) Fail("table " + t.def->name()->str() + " has wrong field count");
+    std::vector<uint32_t> child(fields.size(), 0);
+    for (size_t id = 0; id < fields.size(); ++id) {
+      const Value& v = t.fields[id];
+      const reflection::Field* f = fields[id];
+      if (!v.present() || f == nullptr) continue;
+      auto bt = f->type()->base_type();
+      switch (bt) {
+        case reflection::String:
+          child[id] = e_.CreateString(v.str);
+          break;
+        case reflection::Obj:
+        case reflection::Union:
+          if (!v.table) Fail("field " + f->name()->str() + " has no table");
+          child[id] = EncodeTable(*v.table);
+          break;
+        case reflection::Vector:
+          child[id] = EncodeVector(*t.def, *f, v);
+          break;
+        default:
+          break;
+      }
+    }
+    e_.StartTable();
+    auto add = [&](size_t id) {
+      const Value& v = t.fields[id];
+      const reflection::Field* f = fields[id];
+      if (f == nullptr || !v.present()) return;
+      auto bt = f->type()->base_type();
+      if (IsScalarType(bt)) {
+        if (!IsDefault(*f, v.bits)) e_.AddScalar(f->offset(), v.bits, ScalarSize(bt));
+      } else {
+        e_.AddOffset(f->offset(), child[id]);
+      }
+    };
+    if (o_.order != Order::kPythonObjectApi) {
+      for (size_t size = 8; size > 0; size /= 2) {
+        for (size_t id = fields.size(); id-- > 0;) {
+          if (fields[id] && FieldSize(*fields[id]) == size) add(id);
+        }
+      }
+    } else {
+      for (size_t id = 0; id < fields.size(); ++id) add(id);
+    }
+    return e_.EndTable();
+  }
+
+  uint32_t EncodeVector(const reflection::Object& obj, const reflection::Field& f, const Value& v) {
+    auto et = f.type()->element();
+    size_t force = ForceAlign(obj, f);
+    if (IsScalarType(et)) {
+      size_t es = ScalarSize(et);
+      if (v.scalars.size % es != 0) Fail("vector " + f.name()->str() + " has a partial element");
+      return e_.CreateScalarVector(v.scalars.data, v.scalars.size / es, es, force);
+    }
+    std::vector<uint32_t> offs;
+    offs.reserve(v.elems.size());
+    for (const Value& e : v.elems) {
+      if (et == reflection::String) {
+        offs.push_back(e_.CreateString(e.str));
+      } else if (et == reflection::Obj && e.table) {
+        offs.push_back(EncodeTable(*e.table));
+      } else {
+        Fail("unsupported vector element in " + f.name()->str());
+      }
+    }
+    return e_.CreateOffsetVector(offs, force);
+  }
+
+  Encoded Run(const Table& root) {
+    uint32_t r = EncodeTable(root);
+    Encoded out;
+    out.data = e_.Finish(r, s_.FileIdent());
+    out.max_force_align = MaxForceAlign();
+    return out;
+  }
+
+ private:
+  const Schema& s_;
+  const EncodeOptions& o_;
+  Emitter e_;
+};
+
+class Decoder {
+ public:
+  Decoder(const Schema& s, std::shared_ptr<const void> owner) : s_(s), owner_(std::move(owner)) {}
+
+  std::shared_ptr<Table> DecodeTable(const reflection::Object& obj, const flatbuffers::Table* ft) {
+    if (obj.is_struct()) Fail("structs are not supported: " + obj.name()->str());
+    auto t = std::make_shared<Table>();
+    t->def = &obj;
+    const auto& fields = s_.FieldsById(obj);
+    t->fields.resize(fields.size());
+    for (size_t id = 0; id < fields.size(); ++id) {
+      const reflection::Field* f = fields[id];
+      if (f == nullptr || f->deprecated()) continue;
+      if (ft->GetOptionalFieldOffset(f->offset()) == 0) continue;
+      Value& v = t->fields[id];
+      auto bt = f->type()->base_type();
+      if (IsScalarType(bt)) {
+        v.kind = Value::Kind::kScalar;
+        v.type = bt;
+        v.bits = ReadBits(ft->GetAddressOf(f->offset()), ScalarSize(bt));
+      } else if (bt == reflection::String) {
+        auto* s = ft->GetPointer<const flatbuffers::String*>(f->offset());
+        v.kind = Value::Kind::kString;
+        v.str.assign(s->c_str(), s->size());
+      } else if (bt == reflection::Obj) {
+        v.kind = Value::Kind::kTable;
+        v.table = DecodeTable(s_.ObjectAt(f->type()->index()),
+                              ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+      } else if (bt == reflection::Union) {
+        const reflection::Field* tf = id > 0 ? fields[id - 1] : nullptr;
+        uint8_t tag = tf ? ft->GetField<uint8_t>(tf->offset(), 0) : 0;
+        const reflection::Object* member = s_.UnionMember(f->type()->index(), tag);
+        if (member == nullptr) continue;  // unknown tag: keep absent
+        v.kind = Value::Kind::kTable;
+        v.table = DecodeTable(*member, ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+      } else if (bt == reflection::Vector) {
+        const uint8_t* p = ft->GetPointer<const uint8_t*>(f->offset());
+        uint32_t count = flatbuffers::ReadScalar<uint32_t>(p);
+        const uint8_t* data = p + 4;
+        auto et = f->type()->element();
+        v.type = et;
+        if (IsScalarType(et)) {
+          v.kind = Value::Kind::kScalarVector;
+          v.scalars = Bytes::View(data, static_cast<size_t>(count) * ScalarSize(et), owner_);
+        } else {
+          v.kind = Value::Kind::kOffsetVector;
+          v.elems.resize(count);
+          for (uint32_t i = 0; i < count; ++i) {
+            const uint8_t* ep = data + 4 * static_cast<size_t>(i);
+            const uint8_t* target = ep + flatbuffers::ReadScalar<uint32_t>(ep);
+            Value& e = v.elems[i];
+            if (et == reflection::String) {
+              auto* s = reinterpret_cast<const flatbuffers::String*>(target);
+              e.kind = Value::Kind::kString;
+              e.str.assign(s->c_str(), s->size());
+            } else if (et == reflection::Obj) {
+              e.kind = Value::Kind::kTable;
+              e.table = DecodeTable(s_.ObjectAt(f->type()->index()),
+                                    reinterpret_cast<const flatbuffers::Table*>(target));
+            } else {
+              Fail("unsupported vector element type in " + f->name()->str());
+            }
+          }
+        }
+      } else {
+        Fail("unsupported field type in " + f->name()->str());
+      }
+    }
+    return t;
+  }
+
+ private:
+  const Schema& s_;
+  std::shared_ptr<const void> owner_;
+};
+
+}  // namespace
+
+const char* OrderName(Order o) {
+  switch (o) {
+    case Order::kFlatc: return "flatc";
+    case Order::kFlatcLegacy: return "flatc-legacy";
+    case Order::kPythonObjectApi: return "python";
+  }
+  return "?";
+}
+
+bool ParseOrder(const std::string& name, Order* out) {
+  for (Order o : {Order::kFlatc, Order::kFlatcLegacy, Order::kPythonObjectApi}) {
+    if (name == OrderName(o)) {
+      *out = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t ScalarSize(reflection::BaseType t) {
+  switch (t) {
+    case reflection::UType:
+    case reflection::Bool:
+    case reflection::Byte:
+    case reflection::UByte: return 1;
+    case reflection::Short:
+    case reflection::UShort: return 2;
+    case reflection::Int:
+    case reflection::UInt:
+    case reflection::Float: return 4;
+    case reflection::Long:
+    case reflection::ULong:
+    case reflection::Double: return 8;
+    default: return 4;
+  }
+}
+
+Schema::Schema(const uint8_t* bfbs, size_t size) {
+  flatbuffers::Verifier v(bfbs, size);
+  if (!reflection::VerifySchemaBuffer(v)) Fail("embedded schema is corrupt");
+  schema_ = reflection::GetSchema(bfbs);
+}
+
+const reflection::Object* Schema::FindObject(const std::string& name) const {
+  return schema_->objects()->LookupByKey(name.c_str());
+}
+
+const reflection::Field& Schema::FieldOf(const reflection::Object& obj, const std::string& name) const {
+  auto* f = obj.fields()->LookupByKey(name.c_str());
+  if (f == nullptr) Fail("no field " + name + " in " + obj.name()->str());
+  return *f;
+}
+
+const std::vector<const reflection::Field*>& Schema::FieldsById(const reflection::Object& obj) const {
+  auto it = by_id_.find(&obj);
+  if (it != by_id_.end()) return it->second;
+  std::vector<const reflection::Field*> v;
+  for (auto* f : *obj.fields()) {
+    if (v.size() <= f->id()) v.resize(f->id() + 1, nullptr);
+    v[f->id()] = f;
+  }
+  return by_id_.emplace(&obj, std::move(v)).first->second;
+}
+
+const reflection::Object* Schema::UnionMember(int union_index, uint8_t tag) const {
+  if (tag == 0) return nullptr;
+  auto* e = schema_->enums()->Get(union_index);
+  auto* ev = e->values()->LookupByKey(tag);
+  if (ev == nullptr || ev->union_type() == nullptr) return nullptr;
+  return &ObjectAt(ev->union_type()->index());
+}
+
+std::string Schema::FileIdent() const {
+  return schema_->file_ident() ? schema_->file_ident()->str() : std::string();
+}
+
+const Schema& ProgramSchema() {
+  static const Schema s(schema::k_program_bfbs, schema::k_program_bfbs_size);
+  return s;
+}
+
+const Schema& FlatTensorSchema() {
+  static const Schema s(schema::k_flat_tensor_bfbs, schema::k_flat_tensor_bfbs_size);
+  return s;
+}
+
+const Schema& FlatTensorLegacySchema() {
+  static const Schema s(schema::k_flat_tensor_legacy_bfbs, schema::k_flat_tensor_legacy_bfbs_size);
+  return s;
+}
+
+std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t size,
+                              std::shared_ptr<const void> owner) {
+  if (size < 8) Fail("flatbuffer too small");
+  Decoder d(schema, std::move(owner));
+  return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
+}
+
+Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& options) {
+  Encoder e(schema, options);
+  return e.Run(root);
+}
+
+namespace {
+Value CloneValue(const Value& v) {
+  Value c = v;
+  if (v.table) c.table = Clone(*v.table);
+  for (auto& e : c.elems) e = CloneValue(e);
+  return c;
+}
+}  // namespace
+
+std::shared_ptr<Table> Clone(const Table& t) {
+  auto c = std::make_shared<Table>();
+  c->def = t.def;
+  c->fields.reserve(t.fields.size());
+  for (const auto& v : t.fields) c->fields.push_back(CloneValue(v));
+  return c;
+}
+
+Value& Field(const Schema& s, Table& t, const std::string& name) {
+  const auto& f = s.FieldOf(*t.def, name);
+  if (f.id() >= t.fields.size()) t.fields.resize(f.id() + 1);
+  return t.fields[f.id()];
+}
+
+const Value& Field(const Schema& s, const Table& t, const std::string& name) {
+  const auto& f = s.FieldOf(*t.def, name);
+  static const Value kAbsent;
+  return f.id() < t.fields.size() ? t.fields[f.id()] : kAbsent;
+}
+
+std::shared_ptr<Table> NewTable(const Schema& s, const std::string& qualified_name) {
+  const auto* obj = s.FindObject(qualified_name);
+  if (obj == nullptr) Fail("no table " + qualified_name);
+  auto t = std::make_shared<Table>();
+  t->def = obj;
+  t->fields.resize(s.FieldsById(*obj).size());
+  return t;
+}
+
+Value ScalarValue(reflection::BaseType type, uint64_t bits) {
+  Value v;
+  v.kind = Value::Kind::kScalar;
+  v.type = type;
+  v.bits = bits;
+  return v;
+}
+
+Value UIntValue(reflection::BaseType type, uint64_t x) { return ScalarValue(type, x); }
+
+Value StringValue(std::string s) {
+  Value v;
+  v.kind = Value::Kind::kString;
+  v.str = std::move(s);
+  return v;
+}
+
+Value TableValue(std::shared_ptr<Table> t) {
+  Value v;
+  v.kind = Value::Kind::kTable;
+  v.table = std::move(t);
+  return v;
+}
+
+Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type) {
+  Value v;
+  v.kind = Value::Kind::kOffsetVector;
+  v.type = elem_type;
+  v.elems = std::move(elems);
+  return v;
+}
+
+Value ScalarVector(reflection::BaseType elem_type, Bytes raw) {
+  Value v;
+  v.kind = Value::Kind::kScalarVector;
+  v.type = elem_type;
+  v.scalars = std::move(raw);
+  return v;
+}
+
+uint64_t AsUInt(const Value& v, uint64_t dflt) {
+  return v.kind == Value::Kind::kScalar ? v.bits : dflt;
+}
+
+int64_t AsInt(const Value& v, int64_t dflt) {
+  return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits) : dflt;
+}
+
+}  // namespace ptepack::fb

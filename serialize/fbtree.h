@@ -1,0 +1,125 @@
+// A generic, editable tree for FlatBuffers data, driven by a binary schema
+// (reflection), and an encoder that reproduces the exact byte layout of the
+// two producers ExecuTorch has used:
+//
+//  - Order::kFlatc: ExecuTorch's Python serializer wrote JSON and ran
+//    `flatc --binary`. flatc's JSON parser creates child objects in field
+//    order and then adds a table's fields largest-size first, in reverse
+//    declaration order within one size; vtables are shared only when fully
+//    identical; alignment requests for zero-length data are ignored
+//    (flatc >= 2.0.7).
+//  - Order::kFlatcLegacy: the same with older flatc (< 2.0.7), which still
+//    aligned for zero-length vectors. Seen in 2023-era .pte files.
+//  - Order::kPythonObjectApi: newer ExecuTorch packs through the generated
+//    Python object API. Children are created in field order, fields are added
+//    in declaration order, vtables are shared when their field offsets match
+//    (object size is ignored), and force_align is applied even when empty.
+//
+// The tree keeps presence (an absent vector differs from an empty one), which
+// both producers preserve. Scalar vectors are held as byte views, so decoding
+// a program does not copy inline tensor data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flatbuffers/reflection.h"
+#include "serialize/file_io.h"
+
+namespace ptepack::fb {
+
+enum class Order { kFlatc, kFlatcLegacy, kPythonObjectApi };
+
+// "flatc", "flatc-legacy", "python".
+const char* OrderName(Order o);
+bool ParseOrder(const std::string& name, Order* out);
+
+struct Table;
+
+// One field value or vector element.
+struct Value {
+  enum class Kind : uint8_t { kAbsent, kScalar, kString, kTable, kScalarVector, kOffsetVector };
+  Kind kind = Kind::kAbsent;
+  reflection::BaseType type = reflection::None;  // scalar type, or vector element type
+  uint64_t bits = 0;                              // kScalar: raw little-endian value
+  std::string str;                                // kString
+  std::shared_ptr<Table> table;                   // kTable (also union values)
+  Bytes scalars;                                  // kScalarVector: raw element bytes
+  std::vector<Value> elems;                       // kOffsetVector: strings or tables
+
+  bool present() const { return kind != Kind::kAbsent; }
+};
+
+// A table: its schema object and one Value per field, indexed by field id.
+struct Table {
+  const reflection::Object* def = nullptr;
+  std::vector<Value> fields;
+};
+
+// A loaded binary schema (.bfbs) with helpers.
+class Schema {
+ public:
+  // `bfbs` must stay alive as long as the Schema.
+  Schema(const uint8_t* bfbs, size_t size);
+  const reflection::Schema& raw() const { return *schema_; }
+  const reflection::Object& Root() const { return *schema_->root_table(); }
+  const reflection::Object& ObjectAt(int index) const { return *schema_->objects()->Get(index); }
+  const reflection::Object* FindObject(const std::string& qualified_name) const;
+  // Field by name; throws if missing.
+  const reflection::Field& FieldOf(const reflection::Object& obj, const std::string& name) const;
+  // Fields of `obj` ordered by id.
+  const std::vector<const reflection::Field*>& FieldsById(const reflection::Object& obj) const;
+  // The object a union value of enum `union_index` with type tag `tag` holds.
+  const reflection::Object* UnionMember(int union_index, uint8_t tag) const;
+  std::string FileIdent() const;
+
+ private:
+  const reflection::Schema* schema_;
+  mutable std::map<const reflection::Object*, std::vector<const reflection::Field*>> by_id_;
+};
+
+// Program and FlatTensor schemas compiled into the library.
+const Schema& ProgramSchema();
+const Schema& FlatTensorSchema();
+const Schema& FlatTensorLegacySchema();
+
+// Decodes a verified flatbuffer (root offset at buf[0]) into a tree.
+// `owner` keeps `buf` alive for the scalar-vector views in the result.
+std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t size,
+                              std::shared_ptr<const void> owner);
+
+struct EncodeOptions {
+  Order order = Order::kFlatc;
+  // force_align overrides by "Object.field" (unqualified object name), on top
+  // of the schema's own force_align attributes.
+  std::map<std::string, size_t> force_align;
+};
+
+struct Encoded {
+  std::vector<uint8_t> data;  // finished buffer with file identifier
+  size_t max_force_align = 1; // largest force_align in effect for the schema
+};
+
+Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& options);
+
+// Deep copy of a tree (byte views are shared, not copied).
+std::shared_ptr<Table> Clone(const Table& t);
+
+// --- editing helpers (by field name) ---
+Value& Field(const Schema& s, Table& t, const std::string& name);
+const Value& Field(const Schema& s, const Table& t, const std::string& name);
+std::shared_ptr<Table> NewTable(const Schema& s, const std::string& qualified_name);
+Value ScalarValue(reflection::BaseType type, uint64_t bits);
+Value UIntValue(reflection::BaseType type, uint64_t v);
+Value StringValue(std::string s);
+Value TableValue(std::shared_ptr<Table> t);
+Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type);
+Value ScalarVector(reflection::BaseType elem_type, Bytes raw);
+uint64_t AsUInt(const Value& v, uint64_t dflt = 0);
+int64_t AsInt(const Value& v, int64_t dflt = 0);
+size_t ScalarSize(reflection::BaseType t);
+
+}  // namespace ptepack::fb
