@@ -1,0 +1,280 @@
+#include "serialize/ptd_reader.h"
+
+#include <type_traits>
+#include <unordered_set>
+
+namespace ptepack {
+
+namespace ftb = flat_tensor_flatbuffer;
+
+std::unique_ptr<PtdFile> PtdFile::Open(const std::string& path, const ReadOptions& opts) {
+  auto m = MappedFile::Open(path);
+  return FromBytes(m->All(), path, opts);
+}
+
+std::unique_ptr<PtdFile> PtdFile::FromBytes(Bytes data, std::string name, const ReadOptions& opts) {
+  std::unique_ptr<PtdFile> f(new PtdFile());
+  f->name_ = name;
+  f->file_ = std::move(data);
+  f->report_ = Report(std::move(name));
+  f->Parse(opts);
+  return f;
+}
+
+Bytes PtdFile::SegmentData(size_t i) const {
+  if (i >= segments_.size() || !segments_[i].in_file) {
+    throw Error("segment-out-of-range", name_ + ": segment " + std::to_string(i) + " is not in the file");
+  }
+  return file_.Sub(segments_[i].file_offset, segments_[i].size);
+}
+
+Bytes PtdFile::EntryData(const PtdEntry& e) const {
+  if (!e.valid) throw Error("segment-out-of-range", name_ + ": entry \"" + e.key + "\" is not in the file");
+  return SegmentData(e.segment_index).Sub(e.offset, e.size);
+}
+
+std::optional<Bytes> PtdFile::Find(const std::string& key) const {
+  for (const auto& e : entries_) {
+    if (e.key == key && e.valid) return EntryData(e);
+  }
+  return std::nullopt;
+}
+
+void PtdFile::Parse(const ReadOptions& opts) {
+  const uint64_t size = file_.size;
+  const uint8_t* d = file_.data;
+  if (size < 8) {
+    report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0,
+                  ">= 8 bytes", std::to_string(size) + " bytes");
+    return;
+  }
+  if (std::memcmp(d + 4, kFlatTensorId, 4) != 0) {
+    std::string hint = std::memcmp(d + 4, "ET", 2) == 0 ? " (this looks like a .pte program)" : "";
+    report_.Error("bad-magic", "not a FlatTensor file: wrong file identifier" + hint, 4, "\"FT01\"",
+                  "bytes " + Hex(LoadU32(d + 4)));
+    return;
+  }
+  if (size < 8 + kFlatTensorHeaderLength) {
+    report_.Error("truncated", "file ends inside the FlatTensor header", size,
+                  ">= " + std::to_string(8 + kFlatTensorHeaderLength) + " bytes", std::to_string(size) + " bytes");
+    return;
+  }
+  if (std::memcmp(d + 8, kFlatTensorHeaderMagic, 4) != 0) {
+    report_.Error("bad-magic", "FlatTensor header magic missing", 8, "\"FH01\"", "bytes " + Hex(LoadU32(d + 8)));
+    return;
+  }
+  FlatTensorHeader& h = header_;
+  h.length = LoadU32(d + 12);
+  h.flatbuffer_offset = LoadU64(d + 16);
+  h.flatbuffer_size = LoadU64(d + 24);
+  h.segment_base_offset = LoadU64(d + 32);
+  h.segment_data_size = LoadU64(d + 40);
+  if (h.length < kFlatTensorHeaderLength || 8 + static_cast<uint64_t>(h.length) > size) {
+    report_.Error("header-length", "FlatTensor header length is wrong", 12,
+                  ">= " + std::to_string(kFlatTensorHeaderLength) + " and within the file", std::to_string(h.length));
+    return;
+  }
+  if (h.flatbuffer_offset > UINT64_MAX - h.flatbuffer_size ||
+      h.flatbuffer_offset + h.flatbuffer_size > size) {
+    report_.Error("program-size-past-eof", "flatbuffer_offset + flatbuffer_size runs past the end of the file", 16,
+                  "<= " + std::to_string(size),
+                  std::to_string(h.flatbuffer_offset) + " + " + std::to_string(h.flatbuffer_size));
+    return;
+  }
+  uint64_t fb_end = h.flatbuffer_offset + h.flatbuffer_size;
+  if (fb_end < 8 + static_cast<uint64_t>(h.length)) {
+    report_.Error("program-size", "flatbuffer region is smaller than the headers it contains", 16,
+                  ">= " + std::to_string(8 + h.length), std::to_string(fb_end));
+    return;
+  }
+  if (h.segment_base_offset > UINT64_MAX - h.segment_data_size) {
+    report_.Error("segment-overflow", "segment_base_offset + segment_data_size overflows", 32, "a sum below 2^64",
+                  std::to_string(h.segment_base_offset) + " + " + std::to_string(h.segment_data_size));
+    return;
+  }
+  if (h.segment_base_offset + h.segment_data_size > size) {
+    report_.Error("truncated", "file is shorter than the header's segment data says", size,
+                  std::to_string(h.segment_base_offset + h.segment_data_size) + " bytes",
+                  std::to_string(size) + " bytes");
+  }
+  if (h.segment_base_offset < fb_end) {
+    report_.Error("segment-base-overlaps-program", "segment base offset lies inside the flatbuffer", 32,
+                  ">= " + std::to_string(fb_end), std::to_string(h.segment_base_offset));
+  }
+  if (fb_end > FLATBUFFERS_MAX_BUFFER_SIZE) {
+    report_.Error("flatbuffer-too-large", "FlatTensor flatbuffer exceeds the FlatBuffers 2 GiB limit", 0, "< 2 GiB",
+                  std::to_string(fb_end));
+    return;
+  }
+  flatbuffers::Verifier::Options vo;
+  vo.max_depth = opts.max_depth;
+  vo.max_tables = opts.max_tables;
+  flatbuffers::Verifier v(d, static_cast<size_t>(fb_end), vo);
+  if (ftb::VerifyFlatTensorBuffer(v)) {
+    ft_ = ftb::GetFlatTensor(d);
+  } else {
+    flatbuffers::Verifier lv(d, static_cast<size_t>(fb_end), vo);
+    if (!flat_tensor_legacy_flatbuffer::VerifyFlatTensorBuffer(lv)) {
+      report_.Error("flatbuffer-invalid", "FlatBuffers verifier rejected the FlatTensor data", 0,
+                    "a valid flat_tensor_flatbuffer.FlatTensor", "verification failure");
+      return;
+    }
+    legacy_ = flat_tensor_legacy_flatbuffer::GetFlatTensor(d);
+  }
+  if (ft_ && !ft_->named_data()) {
+    report_.Error("missing-field", "FlatTensor has no named_data (ExecuTorch rejects this)");
+  }
+  if (legacy_) {
+    report_.Warn("legacy-format",
+                 "FlatTensor layout from before June 2025 (tensors list); current ExecuTorch runtimes "
+                 "cannot load it; `ptepack repack` can rewrite it in the current layout");
+  }
+  auto check_segments = [&](const auto* segs) {
+    uint64_t prev_end = 0;
+    for (size_t i = 0; segs && i < segs->size(); ++i) {
+      const auto* s = segs->Get(static_cast<flatbuffers::uoffset_t>(i));
+      SegmentSpan span;
+      span.offset = s->offset();
+      span.size = s->size();
+      std::string name = "segments[" + std::to_string(i) + "]";
+      uint64_t at = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(s) - d);
+      if (span.offset > UINT64_MAX - span.size || h.segment_base_offset > UINT64_MAX - span.offset - span.size) {
+        report_.Error("segment-overflow", name + " offset + size overflows 64 bits", at, "a sum below 2^64",
+                      std::to_string(span.offset) + " + " + std::to_string(span.size));
+      } else {
+        span.file_offset = h.segment_base_offset + span.offset;
+        if (span.offset + span.size > h.segment_data_size) {
+          report_.Error("segment-out-of-range", name + " ends past the header's segment data size", span.file_offset,
+                        "end <= " + std::to_string(h.segment_data_size),
+                        "end " + std::to_string(span.offset + span.size));
+        } else if (span.file_offset + span.size > size) {
+          report_.Error("segment-out-of-range", name + " runs past the end of the file", span.file_offset,
+                        "end <= " + std::to_string(size), "end " + std::to_string(span.file_offset + span.size));
+        } else {
+          span.in_file = true;
+        }
+        if (i > 0 && span.offset < prev_end) {
+          report_.Error("segment-overlap", name + " overlaps or precedes the previous segment", span.file_offset,
+                        "offset >= " + std::to_string(prev_end), std::to_string(span.offset));
+        }
+        prev_end = std::max(prev_end, span.offset + span.size);
+        if (opts.segment_alignment > 1 && span.file_offset % opts.segment_alignment != 0) {
+          report_.Error("segment-misaligned", name + " is not aligned", span.file_offset,
+                        "multiple of " + std::to_string(opts.segment_alignment),
+                        "alignment " + std::to_string(AlignmentOf(span.file_offset)));
+        }
+      }
+      segments_.push_back(span);
+    }
+  };
+  if (ft_) check_segments(ft_->segments());
+  else check_segments(legacy_->segments());
+
+  auto layout_of = [](PtdEntry& e, int st, const flatbuffers::Vector<int32_t>* sizes,
+                      const flatbuffers::Vector<uint8_t>* dims) {
+    e.has_layout = true;
+    e.scalar_type = st;
+    if (sizes) e.sizes.assign(sizes->begin(), sizes->end());
+    if (dims) e.dim_order.assign(dims->begin(), dims->end());
+  };
+  auto add_named = [&](const auto* nd) {
+    for (size_t i = 0; nd && i < nd->size(); ++i) {
+      const auto* e = nd->Get(static_cast<flatbuffers::uoffset_t>(i));
+      PtdEntry pe;
+      pe.table_offset = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(e) - d);
+      if (!e->key()) {
+        report_.Error("missing-string", "named_data[" + std::to_string(i) + "].key is missing", pe.table_offset);
+        continue;
+      }
+      pe.key = e->key()->str();
+      pe.segment_index = e->segment_index();
+      if constexpr (std::is_same_v<std::decay_t<decltype(*e)>, ftb::NamedData>) {
+        if (const auto* tl = e->tensor_layout()) {
+          layout_of(pe, static_cast<int>(tl->scalar_type()), tl->sizes(), tl->dim_order());
+        }
+      }
+      if (pe.segment_index < segments_.size()) pe.size = segments_[pe.segment_index].size;
+      entries_.push_back(std::move(pe));
+    }
+  };
+  if (ft_) {
+    add_named(ft_->named_data());
+  } else {
+    if (const auto* ts = legacy_->tensors()) {
+      for (size_t i = 0; i < ts->size(); ++i) {
+        const auto* t = ts->Get(static_cast<flatbuffers::uoffset_t>(i));
+        PtdEntry pe;
+        pe.table_offset = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(t) - d);
+        if (!t->fully_qualified_name()) {
+          report_.Error("missing-string", "tensors[" + std::to_string(i) + "].fully_qualified_name is missing",
+                        pe.table_offset);
+          continue;
+        }
+        pe.key = t->fully_qualified_name()->str();
+        pe.segment_index = t->segment_index();
+        pe.offset = t->offset();
+        pe.legacy_tensor = true;
+        layout_of(pe, static_cast<int>(t->scalar_type()), t->sizes(), t->dim_order());
+        entries_.push_back(std::move(pe));
+      }
+    }
+    add_named(legacy_->named_data());
+  }
+
+  std::unordered_set<std::string> keys;
+  for (auto& e : entries_) {
+    const std::string name = "entry \"" + e.key + "\"";
+    if (!IsValidUtf8(e.key.data(), e.key.size())) {
+      report_.Error("non-utf8", name + " key is not valid UTF-8", e.table_offset, "UTF-8 text", "invalid bytes");
+    }
+    if (!keys.insert(e.key).second) {
+      report_.Error("duplicate-key", "key \"" + e.key + "\" appears more than once", e.table_offset, "unique keys",
+                    "duplicate");
+    }
+    if (e.segment_index >= segments_.size()) {
+      report_.Error("index-out-of-range", name + " refers to a segment that does not exist", e.table_offset,
+                    "< " + std::to_string(segments_.size()), std::to_string(e.segment_index));
+      continue;
+    }
+    uint64_t seg_size = segments_[e.segment_index].size;
+    uint64_t need = 0;
+    if (e.has_layout) {
+      size_t es = ScalarTypeSize(e.scalar_type);
+      if (es == 0) {
+        report_.Error("bad-enum", name + " has an unknown scalar type", e.table_offset, "a known ScalarType",
+                      std::to_string(e.scalar_type));
+        continue;
+      }
+      uint64_t n = es;
+      bool bad = false;
+      for (int32_t dim : e.sizes) {
+        if (dim < 0 || (dim != 0 && n > UINT64_MAX / static_cast<uint64_t>(dim))) bad = true;
+        else n *= static_cast<uint64_t>(dim);
+      }
+      if (bad) {
+        report_.Error("bad-shape", name + " has a negative or overflowing shape", e.table_offset);
+        continue;
+      }
+      need = n;
+    }
+    if (e.legacy_tensor) e.size = need;
+    if (e.offset > seg_size || need > seg_size - e.offset || e.size > seg_size - e.offset) {
+      report_.Error("tensor-out-of-range", name + " needs more bytes than its segment holds", e.table_offset,
+                    "offset + nbytes <= " + std::to_string(seg_size),
+                    std::to_string(e.offset) + " + " + std::to_string(std::max(need, e.size)));
+      continue;
+    }
+    e.valid = segments_[e.segment_index].in_file;
+  }
+  // Legacy tensors share a segment; each one's extent runs to the next one.
+  for (auto& e : entries_) {
+    if (!e.legacy_tensor || !e.valid) continue;
+    uint64_t end = segments_[e.segment_index].size;
+    for (const auto& o : entries_) {
+      if (o.legacy_tensor && o.segment_index == e.segment_index && o.offset > e.offset) end = std::min(end, o.offset);
+    }
+    e.extent = std::max(end - e.offset, e.size);
+  }
+}
+
+}  // namespace ptepack

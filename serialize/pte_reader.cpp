@@ -1,0 +1,622 @@
+#include "serialize/pte_reader.h"
+
+#include <set>
+#include <unordered_set>
+
+#include "serialize/ptd_reader.h"
+
+namespace ptepack {
+
+namespace efb = executorch_flatbuffer;
+
+uint64_t AlignmentOf(uint64_t v) { return v == 0 ? (1ull << 63) : (v & (~v + 1)); }
+
+bool IsValidUtf8(const char* s, size_t n) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s);
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+std::optional<uint64_t> TensorNbytes(const efb::Tensor& t) {
+  size_t es = ScalarTypeSize(static_cast<int>(t.scalar_type()));
+  if (es == 0) return std::nullopt;
+  uint64_t n = es;
+  if (t.sizes() != nullptr) {
+    for (int32_t d : *t.sizes()) {
+      if (d < 0) return std::nullopt;
+      if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d)) return std::nullopt;
+      n *= static_cast<uint64_t>(d);
+    }
+  }
+  return n;
+}
+
+std::unique_ptr<PteFile> PteFile::Open(const std::string& path, const ReadOptions& opts) {
+  auto m = MappedFile::Open(path);
+  return FromBytes(m->All(), path, opts);
+}
+
+std::unique_ptr<PteFile> PteFile::FromBytes(Bytes data, std::string name, const ReadOptions& opts) {
+  std::unique_ptr<PteFile> f(new PteFile());
+  f->name_ = name;
+  f->file_ = std::move(data);
+  f->report_ = Report(std::move(name));
+  f->Parse(opts);
+  return f;
+}
+
+Bytes PteFile::SegmentData(size_t i) const {
+  if (i >= segments_.size() || !segments_[i].in_file) {
+    throw Error("segment-out-of-range", name_ + ": segment " + std::to_string(i) + " is not in the file");
+  }
+  return file_.Sub(segments_[i].file_offset, segments_[i].size);
+}
+
+void PteFile::Parse(const ReadOptions& opts) {
+  const uint64_t size = file_.size;
+  const uint8_t* d = file_.data;
+  if (size < 8) {
+    report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0,
+                  ">= 8 bytes", std::to_string(size) + " bytes");
+    return;
+  }
+  std::string id(reinterpret_cast<const char*>(d + 4), 4);
+  if (id != kProgramId) {
+    auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    if (id[0] == 'E' && id[1] == 'T' && alnum(id[2]) && alnum(id[3])) {
+      report_.Error("unsupported-version", "program schema version not supported by this reader", 4,
+                    "\"ET12\"", "\"" + id + "\"");
+    } else {
+      std::string hint;
+      if (id == kFlatTensorId) hint = " (this looks like a .ptd FlatTensor file)";
+      if (id.rfind("BP", 0) == 0) hint = " (this looks like a BundledProgram .bpte file)";
+      report_.Error("bad-magic", "not an ExecuTorch program: wrong file identifier" + hint, 4,
+                    "\"ET12\"", "bytes " + Hex(LoadU32(d + 4)));
+    }
+    return;
+  }
+  program_size_ = size;
+  if (size >= 12 && std::memcmp(d + 8, kExtendedHeaderMagic, 4) == 0) {
+    if (size < 8 + kExtendedHeaderMinLength) {
+      report_.Error("truncated", "file ends inside the extended header", size,
+                    ">= " + std::to_string(8 + kExtendedHeaderMinLength) + " bytes",
+                    std::to_string(size) + " bytes");
+      return;
+    }
+    ExtendedHeader h;
+    h.length = LoadU32(d + 12);
+    if (h.length < kExtendedHeaderMinLength) {
+      report_.Error("header-length", "extended header length too small", 12,
+                    ">= " + std::to_string(kExtendedHeaderMinLength), std::to_string(h.length));
+      return;
+    }
+    if (8 + static_cast<uint64_t>(h.length) > size) {
+      report_.Error("header-length", "extended header length runs past the end of the file", 12,
+                    "<= " + std::to_string(size - 8), std::to_string(h.length));
+      return;
+    }
+    h.program_size = LoadU64(d + 16);
+    h.segment_base_offset = LoadU64(d + 24);
+    h.has_segment_data_size = h.length >= kExtendedHeaderLength;
+    h.segment_data_size = h.has_segment_data_size ? LoadU64(d + 32) : 0;
+    header_ = h;
+    if (h.program_size < 8 + static_cast<uint64_t>(h.length)) {
+      report_.Error("program-size", "program size smaller than the headers it contains", 16,
+                    ">= " + std::to_string(8 + h.length), std::to_string(h.program_size));
+      return;
+    }
+    if (h.program_size > size) {
+      report_.Error("program-size-past-eof", "program size runs past the end of the file", 16,
+                    "<= " + std::to_string(size), std::to_string(h.program_size));
+      return;
+    }
+    program_size_ = h.program_size;
+    segment_base_offset_ = h.segment_base_offset;
+    if (h.segment_base_offset != 0 && h.segment_base_offset < h.program_size) {
+      report_.Error("segment-base-overlaps-program", "segment base offset lies inside the program data",
+                    24, ">= " + std::to_string(h.program_size), std::to_string(h.segment_base_offset));
+    }
+    if (h.segment_base_offset > size) {
+      report_.Error("segment-base-past-eof", "segment base offset is past the end of the file", 24,
+                    "<= " + std::to_string(size), std::to_string(h.segment_base_offset));
+    }
+    if (h.has_segment_data_size && h.segment_data_size > 0) {
+      if (h.segment_base_offset > UINT64_MAX - h.segment_data_size) {
+        report_.Error("segment-overflow", "segment base offset + segment data size overflows", 32,
+                      "a sum below 2^64", std::to_string(h.segment_base_offset) + " + " +
+                                               std::to_string(h.segment_data_size));
+      } else if (h.segment_base_offset + h.segment_data_size > size) {
+        report_.Error("truncated", "file is shorter than the header's segment data says", size,
+                      std::to_string(h.segment_base_offset + h.segment_data_size) + " bytes",
+                      std::to_string(size) + " bytes");
+      }
+    }
+  }
+  if (program_size_ > FLATBUFFERS_MAX_BUFFER_SIZE) {
+    report_.Error("flatbuffer-too-large", "program flatbuffer exceeds the FlatBuffers 2 GiB limit", 0,
+                  "< 2 GiB", std::to_string(program_size_) + " bytes");
+    return;
+  }
+  flatbuffers::Verifier::Options vo;
+  vo.max_depth = opts.max_depth;
+  vo.max_tables = opts.max_tables;
+  vo.check_alignment = true;
+  flatbuffers::Verifier v(d, static_cast<size_t>(program_size_), vo);
+  if (!efb::VerifyProgramBuffer(v)) {
+    report_.Error("flatbuffer-invalid",
+                  "FlatBuffers verifier rejected the program (bad offsets, sizes, depth, "
+                  "alignment or a truncated buffer)",
+                  0, "a valid executorch_flatbuffer.Program", "verification failure");
+    return;
+  }
+  program_ = efb::GetProgram(d);
+  CheckProgram(opts);
+}
+
+namespace {
+
+template <typename T>
+uint64_t OffsetIn(const Bytes& file, const T* p) {
+  return static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(p) - file.data);
+}
+
+std::string Idx(const std::string& what, uint64_t i) { return what + "[" + std::to_string(i) + "]"; }
+
+}  // namespace
+
+void PteFile::CheckProgram(const ReadOptions& opts) {
+  const efb::Program& p = *program_;
+  const uint64_t fsize = file_.size;
+  auto at = [&](const void* ptr) { return OffsetIn(file_, static_cast<const uint8_t*>(ptr)); };
+  auto check_str = [&](const flatbuffers::String* s, const std::string& what, bool required) {
+    if (s == nullptr) {
+      if (required) report_.Error("missing-string", what + " is missing");
+      return;
+    }
+    if (!IsValidUtf8(s->c_str(), s->size())) {
+      report_.Error("non-utf8", what + " is not valid UTF-8", at(s), "UTF-8 text", "invalid bytes");
+    }
+  };
+
+  // ---- segments
+  const auto* segs = p.segments();
+  size_t nseg = segs ? segs->size() : 0;
+  bool any_data = false;
+  for (size_t i = 0; i < nseg; ++i) any_data = any_data || segs->Get(static_cast<flatbuffers::uoffset_t>(i))->size() > 0;
+  if (any_data && segment_base_offset_ == 0) {
+    // ExecuTorch omits the header when all segments are empty; that is fine.
+    report_.Error("segments-without-header",
+                  "program lists segments but has no extended header giving their base offset", 8,
+                  "an eh00 header", header_ ? "segment_base_offset 0" : "no header");
+  }
+  uint64_t prev_end = 0;
+  for (size_t i = 0; i < nseg; ++i) {
+    const auto* s = segs->Get(static_cast<flatbuffers::uoffset_t>(i));
+    SegmentSpan span;
+    span.offset = s->offset();
+    span.size = s->size();
+    const std::string name = Idx("segments", i);
+    bool overflow = span.offset > UINT64_MAX - span.size ||
+                    segment_base_offset_ > UINT64_MAX - span.offset - span.size;
+    if (overflow) {
+      report_.Error("segment-overflow", name + " offset + size overflows 64 bits", at(s),
+                    "a sum below 2^64",
+                    "offset " + std::to_string(span.offset) + " + size " + std::to_string(span.size));
+    } else {
+      span.file_offset = segment_base_offset_ + span.offset;
+      uint64_t end = span.file_offset + span.size;
+      if (end > fsize) {
+        report_.Error("segment-out-of-range", name + " runs past the end of the file", span.file_offset,
+                      "end <= " + std::to_string(fsize), "end " + std::to_string(end));
+      } else if (segment_base_offset_ != 0 || span.size == 0) {
+        span.in_file = true;
+      }
+      if (header_ && header_->has_segment_data_size && header_->segment_data_size > 0 &&
+          span.offset + span.size > header_->segment_data_size) {
+        report_.Error("segment-out-of-range", name + " ends past the header's segment data size",
+                      span.file_offset, "end <= " + std::to_string(header_->segment_data_size),
+                      "end " + std::to_string(span.offset + span.size));
+      }
+      if (i > 0 && span.offset < prev_end) {
+        report_.Error("segment-overlap", name + " overlaps or precedes the previous segment",
+                      span.file_offset, "offset >= " + std::to_string(prev_end),
+                      std::to_string(span.offset));
+      }
+      prev_end = std::max(prev_end, span.offset + span.size);
+      if (opts.segment_alignment > 1 && span.file_offset % opts.segment_alignment != 0) {
+        report_.Error("segment-misaligned", name + " is not aligned", span.file_offset,
+                      "multiple of " + std::to_string(opts.segment_alignment),
+                      "alignment " + std::to_string(AlignmentOf(span.file_offset)));
+      }
+    }
+    segments_.push_back(span);
+  }
+  auto seg_ok = [&](uint64_t idx, const std::string& what, const void* where) {
+    if (idx >= nseg) {
+      report_.Error("index-out-of-range", what + " refers to a segment that does not exist", at(where),
+                    "< " + std::to_string(nseg), std::to_string(idx));
+      return false;
+    }
+    return segments_[idx].in_file;
+  };
+
+  // ---- constants
+  const auto* cseg = p.constant_segment();
+  const auto* cbuf = p.constant_buffer();
+  size_t n_const_offsets = cseg && cseg->offsets() ? cseg->offsets()->size() : 0;
+  size_t n_const_buffers = cbuf ? cbuf->size() : 0;
+  bool cseg_usable = false;
+  uint64_t cseg_size = 0, cseg_file_off = 0;
+  if (n_const_offsets > 0 && n_const_buffers > 0) {
+    report_.Error("constants-in-both", "both constant_buffer and constant_segment hold constants", at(cseg),
+                  "only one of them", std::to_string(n_const_buffers) + " buffers and " +
+                                          std::to_string(n_const_offsets) + " offsets");
+  }
+  if (n_const_offsets > 0) {
+    if (seg_ok(cseg->segment_index(), "constant_segment.segment_index", cseg)) {
+      cseg_usable = true;
+      cseg_size = segments_[cseg->segment_index()].size;
+      cseg_file_off = segments_[cseg->segment_index()].file_offset;
+      uint64_t prev = 0;
+      for (size_t i = 0; i < n_const_offsets; ++i) {
+        uint64_t o = cseg->offsets()->Get(static_cast<flatbuffers::uoffset_t>(i));
+        if (o > cseg_size) {
+          report_.Error("constant-offset-out-of-range", Idx("constant_segment.offsets", i) + " is past the segment end",
+                        cseg_file_off, "<= " + std::to_string(cseg_size), std::to_string(o));
+        } else if (o < prev) {
+          report_.Error("constant-offset-order", Idx("constant_segment.offsets", i) + " goes backwards",
+                        cseg_file_off + o, ">= " + std::to_string(prev), std::to_string(o));
+        }
+        prev = std::max(prev, o);
+      }
+    }
+  }
+  size_t n_const = n_const_offsets > 0 ? n_const_offsets : n_const_buffers;
+
+  // ---- mutable data segments
+  const auto* mds = p.mutable_data_segments();
+  if (mds) {
+    for (size_t i = 0; i < mds->size(); ++i) {
+      const auto* m = mds->Get(static_cast<flatbuffers::uoffset_t>(i));
+      if (seg_ok(m->segment_index(), Idx("mutable_data_segments", i) + ".segment_index", m) && m->offsets()) {
+        uint64_t ssize = segments_[m->segment_index()].size;
+        for (size_t k = 0; k < m->offsets()->size(); ++k) {
+          uint64_t o = m->offsets()->Get(static_cast<flatbuffers::uoffset_t>(k));
+          if (o > ssize) {
+            report_.Error("constant-offset-out-of-range",
+                          Idx(Idx("mutable_data_segments", i) + ".offsets", k) + " is past the segment end",
+                          segments_[m->segment_index()].file_offset, "<= " + std::to_string(ssize),
+                          std::to_string(o));
+          }
+        }
+      }
+    }
+  }
+
+  // ---- delegate data
+  size_t n_inline = p.backend_delegate_data() ? p.backend_delegate_data()->size() : 0;
+
+  // ---- named data
+  if (const auto* nd = p.named_data()) {
+    std::unordered_set<std::string> keys;
+    for (size_t i = 0; i < nd->size(); ++i) {
+      const auto* e = nd->Get(static_cast<flatbuffers::uoffset_t>(i));
+      check_str(e->key(), Idx("named_data", i) + ".key", true);
+      if (e->key() && !keys.insert(e->key()->str()).second) {
+        report_.Error("duplicate-key", "named data key \"" + e->key()->str() + "\" appears more than once",
+                      at(e), "unique keys", "duplicate");
+      }
+      seg_ok(e->segment_index(), Idx("named_data", i) + ".segment_index", e);
+    }
+  }
+
+  // ---- execution plans
+  const auto* plans = p.execution_plan();
+  if (plans == nullptr || plans->size() == 0) {
+    report_.Warn("no-methods", "program has no execution plans (methods)");
+    return;
+  }
+  std::set<std::string> method_names;
+  for (size_t pi = 0; pi < plans->size(); ++pi) {
+    const auto* plan = plans->Get(static_cast<flatbuffers::uoffset_t>(pi));
+    const std::string pn = plan->name() ? plan->name()->str() : Idx("execution_plan", pi);
+    check_str(plan->name(), Idx("execution_plan", pi) + ".name", true);
+    if (plan->name() && !method_names.insert(pn).second) {
+      report_.Error("duplicate-method", "method name \"" + pn + "\" is used twice", at(plan), "unique names",
+                    "duplicate");
+    }
+    size_t nvals = plan->values() ? plan->values()->size() : 0;
+    size_t nops = plan->operators() ? plan->operators()->size() : 0;
+    size_t ndel = plan->delegates() ? plan->delegates()->size() : 0;
+    const auto* ncbs = plan->non_const_buffer_sizes();
+    auto val_ok = [&](int64_t v, const std::string& what, const void* where, bool allow_neg1 = false) {
+      if ((allow_neg1 && v == -1) || (v >= 0 && static_cast<uint64_t>(v) < nvals)) return;
+      report_.Error("index-out-of-range", pn + ": " + what + " is not a value index", at(where),
+                    "0.." + std::to_string(nvals == 0 ? 0 : nvals - 1), std::to_string(v));
+    };
+    auto check_list = [&](const flatbuffers::Vector<int32_t>* l, const std::string& what, const void* where,
+                          bool allow_neg1 = false) {
+      if (!l) return;
+      for (size_t k = 0; k < l->size(); ++k) val_ok(l->Get(static_cast<flatbuffers::uoffset_t>(k)), Idx(what, k), where, allow_neg1);
+    };
+    check_list(plan->inputs(), "inputs", plan);
+    check_list(plan->outputs(), "outputs", plan);
+    if (ncbs) {
+      for (size_t k = 0; k < ncbs->size(); ++k) {
+        if (ncbs->Get(static_cast<flatbuffers::uoffset_t>(k)) < 0) {
+          report_.Error("negative-size", pn + ": " + Idx("non_const_buffer_sizes", k) + " is negative", at(ncbs),
+                        ">= 0", std::to_string(ncbs->Get(static_cast<flatbuffers::uoffset_t>(k))));
+        }
+      }
+    }
+    if (plan->operators()) {
+      for (size_t k = 0; k < nops; ++k) {
+        const auto* op = plan->operators()->Get(static_cast<flatbuffers::uoffset_t>(k));
+        check_str(op->name(), pn + ": " + Idx("operators", k) + ".name", true);
+        check_str(op->overload(), pn + ": " + Idx("operators", k) + ".overload", false);
+      }
+    }
+    if (plan->delegates()) {
+      for (size_t k = 0; k < ndel; ++k) {
+        const auto* dl = plan->delegates()->Get(static_cast<flatbuffers::uoffset_t>(k));
+        const std::string dn = pn + ": " + Idx("delegates", k);
+        check_str(dl->id(), dn + ".id", true);
+        const auto* pr = dl->processed();
+        if (!pr) {
+          report_.Error("missing-field", dn + " has no processed data reference", at(dl));
+        } else if (pr->location() == efb::DataLocation::INLINE) {
+          if (pr->index() >= n_inline) {
+            report_.Error("index-out-of-range", dn + ".processed.index is not a backend_delegate_data index",
+                          at(pr), "< " + std::to_string(n_inline), std::to_string(pr->index()));
+          }
+        } else if (pr->location() == efb::DataLocation::SEGMENT) {
+          seg_ok(pr->index(), dn + ".processed.index", pr);
+        } else {
+          report_.Error("bad-enum", dn + ".processed.location is not INLINE or SEGMENT", at(pr), "0 or 1",
+                        std::to_string(static_cast<int>(pr->location())));
+        }
+        if (dl->compile_specs()) {
+          for (size_t c = 0; c < dl->compile_specs()->size(); ++c) {
+            check_str(dl->compile_specs()->Get(static_cast<flatbuffers::uoffset_t>(c))->key(),
+                      dn + Idx(".compile_specs", c) + ".key", false);
+          }
+        }
+      }
+    }
+    // values
+    if (plan->values()) {
+      for (size_t vi = 0; vi < nvals; ++vi) {
+        const auto* ev = plan->values()->Get(static_cast<flatbuffers::uoffset_t>(vi));
+        const std::string vn = Idx("values", vi);
+        switch (ev->val_type()) {
+          case efb::KernelTypes::TensorList:
+            check_list(ev->val_as_TensorList()->items(), vn + ".items", ev);
+            break;
+          case efb::KernelTypes::OptionalTensorList:
+            check_list(ev->val_as_OptionalTensorList()->items(), vn + ".items", ev, true);
+            break;
+          case efb::KernelTypes::String:
+            check_str(ev->val_as_String()->string_val(), pn + ": " + vn + ".string_val", false);
+            break;
+          case efb::KernelTypes::Tensor: {
+            const auto* t = ev->val_as_Tensor();
+            const std::string tn = pn + ": " + vn + " (tensor)";
+            int st = static_cast<int>(t->scalar_type());
+            if (ScalarTypeSize(st) == 0) {
+              report_.Error("bad-enum", tn + " has an unknown scalar type", at(t), "a known ScalarType",
+                            std::to_string(st));
+              break;
+            }
+            auto nbytes = TensorNbytes(*t);
+            if (!nbytes) {
+              report_.Error("bad-shape", tn + " has a negative or overflowing shape", at(t));
+              break;
+            }
+            const auto* eti = t->extra_tensor_info();
+            bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
+            if (eti) {
+              check_str(eti->fully_qualified_name(), tn + ".extra_tensor_info.fully_qualified_name", external);
+              if (external && eti->fully_qualified_name() && eti->fully_qualified_name()->size() == 0) {
+                report_.Error("missing-string", tn + " is external but its key is empty", at(eti));
+              }
+            }
+            if (const auto* ai = t->allocation_info()) {
+              uint64_t mid = ai->memory_id();
+              size_t nb = ncbs ? ncbs->size() : 0;
+              if (mid >= nb) {
+                report_.Error("index-out-of-range", tn + ".allocation_info.memory_id is not a planned buffer",
+                              at(ai), "< " + std::to_string(nb), std::to_string(mid));
+              } else {
+                uint64_t off = (static_cast<uint64_t>(ai->memory_offset_high()) << 32) | ai->memory_offset_low();
+                int64_t bsz = ncbs->Get(static_cast<flatbuffers::uoffset_t>(mid));
+                if (bsz >= 0 && (off > static_cast<uint64_t>(bsz) || *nbytes > static_cast<uint64_t>(bsz) - off)) {
+                  report_.Error("planned-tensor-out-of-range", tn + " does not fit in its planned buffer", at(ai),
+                                "offset + nbytes <= " + std::to_string(bsz),
+                                std::to_string(off) + " + " + std::to_string(*nbytes));
+                }
+              }
+            }
+            uint32_t dbi = t->data_buffer_idx();
+            if (dbi == 0 || external) break;
+            if (eti && eti->location() == efb::TensorDataLocation::SEGMENT && t->allocation_info()) {
+              // Mutable tensor whose initial state is in mutable_data_segments.
+              uint64_t mi = eti->mutable_data_segments_idx();
+              if (!mds || mi >= mds->size()) {
+                report_.Error("index-out-of-range", tn + ".extra_tensor_info.mutable_data_segments_idx is out of range",
+                              at(eti), "< " + std::to_string(mds ? mds->size() : 0), std::to_string(mi));
+              } else {
+                const auto* m = mds->Get(static_cast<flatbuffers::uoffset_t>(mi));
+                size_t no = m->offsets() ? m->offsets()->size() : 0;
+                if (dbi >= no) {
+                  report_.Error("index-out-of-range", tn + ".data_buffer_idx is out of range for its mutable segment",
+                                at(t), "< " + std::to_string(no), std::to_string(dbi));
+                }
+              }
+              break;
+            }
+            if (dbi >= n_const) {
+              report_.Error("index-out-of-range", tn + ".data_buffer_idx is not a constant buffer index", at(t),
+                            "< " + std::to_string(n_const), std::to_string(dbi));
+              break;
+            }
+            size_t es = ScalarTypeSize(st);
+            if (n_const_offsets > 0 && cseg_usable) {
+              uint64_t o = cseg->offsets()->Get(dbi);
+              if (o > cseg_size || *nbytes > cseg_size - o) {
+                report_.Error("tensor-out-of-range", tn + " data runs past the end of the constant segment",
+                              cseg_file_off + std::min(o, cseg_size),
+                              "offset + nbytes <= " + std::to_string(cseg_size),
+                              std::to_string(o) + " + " + std::to_string(*nbytes));
+              }
+              uint64_t fo = cseg_file_off + o;
+              if (fo % es != 0) {
+                report_.Error("tensor-misaligned", tn + " data is not aligned for its element type", fo,
+                              "multiple of " + std::to_string(es), "alignment " + std::to_string(AlignmentOf(fo)));
+              } else if (opts.tensor_alignment > 1 && o % opts.tensor_alignment != 0) {
+                report_.Error("tensor-misaligned", tn + " data is not at the requested tensor alignment", fo,
+                              "multiple of " + std::to_string(opts.tensor_alignment),
+                              "alignment " + std::to_string(AlignmentOf(o)));
+              }
+            } else if (n_const_buffers > 0) {
+              const auto* st_vec = cbuf->Get(dbi)->storage();
+              uint64_t have = st_vec ? st_vec->size() : 0;
+              if (*nbytes > have) {
+                report_.Error("tensor-out-of-range", tn + " needs more bytes than its constant_buffer entry holds",
+                              at(cbuf->Get(dbi)), ">= " + std::to_string(*nbytes), std::to_string(have));
+              }
+              if (st_vec && have > 0 && at(st_vec->data()) % es != 0) {
+                report_.Error("tensor-misaligned", tn + " inline data is not aligned for its element type",
+                              at(st_vec->data()), "multiple of " + std::to_string(es),
+                              "alignment " + std::to_string(AlignmentOf(at(st_vec->data()))));
+              }
+            }
+            break;
+          }
+          default:
+            break;
+        }
+      }
+    }
+    // chains and instructions
+    if (plan->chains()) {
+      for (size_t ci = 0; ci < plan->chains()->size(); ++ci) {
+        const auto* ch = plan->chains()->Get(static_cast<flatbuffers::uoffset_t>(ci));
+        const std::string cn = Idx("chains", ci);
+        check_list(ch->inputs(), cn + ".inputs", ch);
+        check_list(ch->outputs(), cn + ".outputs", ch);
+        size_t ninstr = ch->instructions() ? ch->instructions()->size() : 0;
+        for (size_t ii = 0; ii < ninstr; ++ii) {
+          const auto* ins = ch->instructions()->Get(static_cast<flatbuffers::uoffset_t>(ii));
+          const std::string in = cn + Idx(".instructions", ii);
+          switch (ins->instr_args_type()) {
+            case efb::InstructionArguments::KernelCall: {
+              const auto* k = ins->instr_args_as_KernelCall();
+              if (k->op_index() < 0 || static_cast<size_t>(k->op_index()) >= nops) {
+                report_.Error("index-out-of-range", pn + ": " + in + " calls an operator that does not exist",
+                              at(k), "< " + std::to_string(nops), std::to_string(k->op_index()));
+              }
+              check_list(k->args(), in + ".args", k);
+              break;
+            }
+            case efb::InstructionArguments::DelegateCall: {
+              const auto* k = ins->instr_args_as_DelegateCall();
+              if (k->delegate_index() < 0 || static_cast<size_t>(k->delegate_index()) >= ndel) {
+                report_.Error("index-out-of-range", pn + ": " + in + " calls a delegate that does not exist",
+                              at(k), "< " + std::to_string(ndel), std::to_string(k->delegate_index()));
+              }
+              check_list(k->args(), in + ".args", k);
+              break;
+            }
+            case efb::InstructionArguments::MoveCall: {
+              const auto* k = ins->instr_args_as_MoveCall();
+              val_ok(k->move_from(), in + ".move_from", k);
+              val_ok(k->move_to(), in + ".move_to", k);
+              break;
+            }
+            case efb::InstructionArguments::JumpFalseCall: {
+              const auto* k = ins->instr_args_as_JumpFalseCall();
+              val_ok(k->cond_value_index(), in + ".cond_value_index", k);
+              if (k->destination_instruction() < 0 || static_cast<size_t>(k->destination_instruction()) >= ninstr) {
+                report_.Error("index-out-of-range", pn + ": " + in + " jumps outside its chain", at(k),
+                              "< " + std::to_string(ninstr), std::to_string(k->destination_instruction()));
+              }
+              break;
+            }
+            case efb::InstructionArguments::FreeCall:
+              val_ok(ins->instr_args_as_FreeCall()->value_index(), in + ".value_index", ins);
+              break;
+            case efb::InstructionArguments::NONE:
+              report_.Error("missing-field", pn + ": " + in + " has no arguments", at(ins));
+              break;
+          }
+        }
+        if (ch->stacktrace() && ch->stacktrace()->size() != ninstr) {
+          report_.Warn("stacktrace-length", pn + ": " + cn + " has a stack trace per instruction expected",
+                       at(ch->stacktrace()), std::to_string(ninstr) + " entries",
+                       std::to_string(ch->stacktrace()->size()));
+        }
+      }
+    }
+  }
+}
+
+void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
+  if (!program_ || !program_->execution_plan()) return;
+  std::unordered_set<std::string> keys;
+  for (const PtdFile* ptd : ptds) {
+    if (!ptd) continue;
+    for (const auto& e : ptd->entries()) keys.insert(e.key);
+  }
+  if (program_->named_data()) {
+    for (const auto* nd : *program_->named_data()) {
+      if (nd->key()) keys.insert(nd->key()->str());
+    }
+  }
+  for (const auto* plan : *program_->execution_plan()) {
+    if (!plan->values()) continue;
+    for (const auto* ev : *plan->values()) {
+      if (ev->val_type() != efb::KernelTypes::Tensor) continue;
+      const auto* eti = ev->val_as_Tensor()->extra_tensor_info();
+      if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
+      const std::string key = eti->fully_qualified_name()->str();
+      if (!keys.count(key)) {
+        report_.Error("dangling-external-key",
+                      "external tensor \"" + key + "\" is not in any given .ptd file",
+                      static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(eti) - file_.data),
+                      "a key in the .ptd named_data", "missing");
+      }
+    }
+  }
+}
+
+}  // namespace ptepack

@@ -1,0 +1,98 @@
+// Reading and checking .pte files.
+//
+// PteFile maps a file (or wraps bytes), parses the optional extended header,
+// runs the FlatBuffers verifier over the program and then checks every
+// segment reference, index, alignment and string it can see. Nothing here
+// reads outside the file: every offset is range-checked before use, and the
+// typed FlatBuffers accessors are only used after the verifier accepted the
+// buffer. Segment data is never copied.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "program_generated.h"
+#include "serialize/file_io.h"
+#include "serialize/pte_format.h"
+#include "serialize/report.h"
+
+namespace ptepack {
+
+class PtdFile;
+
+struct ReadOptions {
+  // Segments must start at a multiple of this (0: do not check).
+  uint64_t segment_alignment = 0;
+  // Constant tensors in the constant segment must start at a multiple of this
+  // (0: only check the element-size alignment each tensor type needs).
+  uint64_t tensor_alignment = 0;
+  // Limits handed to the FlatBuffers verifier.
+  uint32_t max_depth = 64;
+  uint32_t max_tables = 10'000'000;
+};
+
+struct SegmentSpan {
+  uint64_t offset = 0;  // relative to segment_base_offset
+  uint64_t size = 0;
+  uint64_t file_offset = 0;
+  bool in_file = false;  // offset+size lie within the file
+};
+
+class PteFile {
+ public:
+  // Maps `path`. I/O errors throw ptepack::Error; content problems are
+  // collected in report().
+  static std::unique_ptr<PteFile> Open(const std::string& path, const ReadOptions& opts = {});
+  static std::unique_ptr<PteFile> FromBytes(Bytes data, std::string name,
+                                            const ReadOptions& opts = {});
+
+  const Report& report() const { return report_; }
+  Report& mutable_report() { return report_; }
+  bool ok() const { return report_.ok(); }
+  const std::string& name() const { return name_; }
+
+  // The verified program, or nullptr when the flatbuffer could not be trusted.
+  const executorch_flatbuffer::Program* program() const { return program_; }
+  const std::optional<ExtendedHeader>& header() const { return header_; }
+  // Padded size of the extended header as stored (0 without header).
+  uint64_t header_padded_size() const { return header_padded_size_; }
+  uint64_t program_size() const { return program_size_; }
+  uint64_t segment_base_offset() const { return segment_base_offset_; }
+  const Bytes& file() const { return file_; }
+  Bytes flatbuffer() const { return file_.Sub(0, program_size_); }
+  const std::vector<SegmentSpan>& segments() const { return segments_; }
+  // Data of segment i; throws if it does not lie within the file.
+  Bytes SegmentData(size_t i) const;
+
+  // Checks that every external tensor key is found in one of `ptds` (or in
+  // this file's named data) and adds findings to report().
+  void CheckExternalKeys(const std::vector<const PtdFile*>& ptds);
+
+ private:
+  PteFile() = default;
+  void Parse(const ReadOptions& opts);
+  void CheckProgram(const ReadOptions& opts);
+
+  std::string name_;
+  Bytes file_;
+  Report report_;
+  std::optional<ExtendedHeader> header_;
+  uint64_t header_padded_size_ = 0;
+  uint64_t program_size_ = 0;
+  uint64_t segment_base_offset_ = 0;
+  std::vector<SegmentSpan> segments_;
+  const executorch_flatbuffer::Program* program_ = nullptr;
+};
+
+// Bytes of a tensor with this type and shape, or nullopt on overflow/unknown.
+std::optional<uint64_t> TensorNbytes(const executorch_flatbuffer::Tensor& t);
+
+// True if s is valid UTF-8.
+bool IsValidUtf8(const char* s, size_t n);
+
+// Largest power of two dividing v (v == 0 gives 2^63).
+uint64_t AlignmentOf(uint64_t v);
+
+}  // namespace ptepack

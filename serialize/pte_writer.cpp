@@ -1,0 +1,391 @@
+#include "serialize/pte_writer.h"
+
+#include <set>
+
+#include "layout/alignment.h"
+#include "layout/dedup.h"
+#include "layout/placement.h"
+#include "serialize/error.h"
+#include "serialize/pte_format.h"
+
+namespace ptepack {
+
+using namespace prog;
+
+namespace {
+
+fb::Value U64Vector(const std::vector<uint64_t>& v) {
+  std::vector<uint8_t> raw(v.size() * 8);
+  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
+  return fb::ScalarVector(reflection::ULong, Bytes::Own(std::move(raw)));
+}
+
+// Hard limits checked before anything is written.
+void CheckLimits(const PteLayout& l) {
+  if (l.flatbuffer_size >= (1ull << 31)) {
+    throw Error("limit-exceeded", "program flatbuffer would be " + std::to_string(l.flatbuffer_size) +
+                                      " bytes; FlatBuffers cannot address more than 2 GiB");
+  }
+  if (l.segments.segments().size() > UINT32_MAX) {
+    throw Error("limit-exceeded", "more than 2^32 segments");
+  }
+}
+
+}  // namespace
+
+PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
+  cfg.Validate();
+  if (!in.program) throw Error("bad-program", "package has no program");
+  Package pkg = in;
+  pkg.program = fb::Clone(*in.program);
+  ApplyPlacement(pkg, cfg);
+  fb::Table& p = *pkg.program;
+  PteLayout out;
+  SegmentPlan& plan = out.segments;
+
+  // Constant segment.
+  auto& cb = F(p, "constant_buffer");
+  if (!cfg.inline_constants && !cb.elems.empty()) {
+    std::vector<Bytes> items;
+    for (auto& b : cb.elems) items.push_back(b.table ? F(*b.table, "storage").scalars : Bytes{});
+    std::vector<uint64_t> offsets;
+    PlannedSegment seg = ConcatSegment(items, cfg.tensor_alignment(), &offsets);
+    auto so = New("SubsegmentOffsets");
+    F(*so, "segment_index") = fb::UIntValue(reflection::UInt, plan.segments().size());
+    F(*so, "offsets") = U64Vector(offsets);
+    F(p, "constant_segment") = fb::TableValue(so);
+    cb = fb::OffsetVector({}, reflection::Obj);
+    plan.Add(std::move(seg));
+  }
+
+  // Mutable data segment (no padding: it is copied at load time).
+  if (pkg.mutable_data) {
+    std::vector<uint64_t> offsets;
+    PlannedSegment seg = ConcatSegment(*pkg.mutable_data, 1, &offsets);
+    if (seg.size > 0) {
+      auto so = New("SubsegmentOffsets");
+      F(*so, "segment_index") = fb::UIntValue(reflection::UInt, plan.segments().size());
+      F(*so, "offsets") = U64Vector(offsets);
+      F(p, "mutable_data_segments") = fb::OffsetVector({fb::TableValue(so)}, reflection::Obj);
+      plan.Add(std::move(seg));
+    }
+  }
+
+  // Delegate payloads.
+  if (cfg.extract_delegate_segments) {
+    auto& bdd = F(p, "backend_delegate_data");
+    std::vector<fb::Value> remaining;
+    std::vector<bool> seen(bdd.elems.size(), false);
+    DedupIndex dedup;
+    for (auto& pl : F(p, "execution_plan").elems) {
+      for (auto& del : F(*pl.table, "delegates").elems) {
+        auto& processed = F(*del.table, "processed");
+        if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 0) {
+          throw Error("bad-program", "delegate data must be inline before layout (" + F(*del.table, "id").str + ")");
+        }
+        uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
+        if (idx >= bdd.elems.size()) {
+          throw Error("index-out-of-range", "delegate processed index " + std::to_string(idx) +
+                                                " >= backend_delegate_data size " + std::to_string(bdd.elems.size()));
+        }
+        seen[idx] = true;
+        const Bytes& data = F(*bdd.elems[idx].table, "data").scalars;
+        if (data.size > 0) {
+          size_t next = plan.segments().size();
+          auto existing = dedup.FindOrAdd(data, next);
+          size_t si = existing ? *existing : next;
+          if (!existing) {
+            PlannedSegment seg;
+            seg.pieces.push_back(Piece{0, data});
+            seg.size = data.size;
+            plan.Add(std::move(seg));
+          }
+          auto ref = New("BackendDelegateDataReference");
+          F(*ref, "location") = fb::UIntValue(reflection::Byte, 1);
+          F(*ref, "index") = fb::UIntValue(reflection::UInt, si);
+          processed = fb::TableValue(ref);
+        } else {
+          remaining.push_back(bdd.elems[idx]);
+          F(*processed.table, "index") = fb::UIntValue(reflection::UInt, remaining.size() - 1);
+        }
+      }
+    }
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (!seen[i]) throw Error("bad-program", "backend_delegate_data[" + std::to_string(i) + "] is not used by any delegate");
+    }
+    if (bdd.present() || !remaining.empty()) bdd = fb::OffsetVector(std::move(remaining), reflection::Obj);
+    out.dedup_bytes_saved += dedup.bytes_saved();
+  }
+
+  // Named data stored in the .pte.
+  if (!pkg.named_data.empty()) {
+    auto& nd = F(p, "named_data");
+    if (!nd.elems.empty()) throw Error("bad-program", "program already has named data");
+    std::vector<fb::Value> entries;
+    DedupIndex dedup;
+    for (const auto& blob : pkg.named_data) {
+      size_t next = plan.segments().size();
+      auto existing = dedup.FindOrAdd(blob.data, next);
+      size_t si = existing ? *existing : next;
+      if (!existing) {
+        PlannedSegment seg;
+        seg.pieces.push_back(Piece{0, blob.data});
+        seg.size = blob.data.size;
+        seg.alignment = blob.alignment;
+        plan.Add(std::move(seg));
+      }
+      auto e = New("NamedData");
+      F(*e, "key") = fb::StringValue(blob.key);
+      F(*e, "segment_index") = fb::UIntValue(reflection::UInt, si);
+      entries.push_back(fb::TableValue(e));
+    }
+    nd = fb::OffsetVector(std::move(entries), reflection::Obj);
+    out.dedup_bytes_saved += dedup.bytes_saved();
+  }
+
+  plan.Place(cfg.segment_alignment);
+  auto& segs = F(p, "segments");
+  if (!segs.present()) segs = fb::OffsetVector({}, reflection::Obj);
+  for (const auto& s : plan.segments()) {
+    auto ds = New("DataSegment");
+    F(*ds, "offset") = fb::UIntValue(reflection::ULong, s.offset);
+    F(*ds, "size") = fb::UIntValue(reflection::ULong, s.size);
+    segs.elems.push_back(fb::TableValue(ds));
+  }
+
+  fb::EncodeOptions eo;
+  eo.order = cfg.flatbuffer_order;
+  eo.force_align["Buffer.storage"] = cfg.tensor_alignment();
+  eo.force_align["BackendDelegateInlineData.data"] = cfg.delegate_data_alignment();
+  fb::Encoded enc = fb::Encode(S(), p, eo);
+  out.flatbuffer_size = enc.data.size();
+  out.external = std::move(pkg.external);
+  if (plan.data_size() == 0) {
+    out.head = std::move(enc.data);
+    out.segment_base_offset = 0;
+  } else {
+    ExtendedHeader h;
+    h.has_segment_data_size = !cfg.legacy_extended_header;
+    uint64_t padded = AlignUp(h.has_segment_data_size ? kExtendedHeaderLength : kExtendedHeaderMinLength,
+                              enc.max_force_align);
+    h.program_size = padded + enc.data.size();
+    h.segment_base_offset = AlignUp(h.program_size, cfg.segment_alignment);
+    h.segment_data_size = plan.data_size();
+    std::vector<uint8_t> hb = EncodeExtendedHeader(h);
+    hb.resize(padded, 0);
+    out.head = InsertHeader(enc.data, hb);
+    out.segment_base_offset = h.segment_base_offset;
+  }
+  CheckLimits(out);
+  return out;
+}
+
+namespace {
+
+// FlatTensor layout of before June 2025: all tensors share the first
+// segment, each padded to tensor_alignment; the flatbuffer and header are
+// padded to tensor_alignment too.
+PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) {
+  const fb::Schema& LS = fb::FlatTensorLegacySchema();
+  const fb::Schema& FS = fb::FlatTensorSchema();
+  const uint64_t ta = std::max<uint32_t>(1, file.legacy_tensor_alignment);
+  PtdLayout out;
+  PlannedSegment tensor_seg;
+  DedupIndex dedup;
+  std::vector<uint64_t> offsets;  // by dedup id
+  std::vector<fb::Value> tensors, named;
+  std::vector<PlannedSegment> named_segs;
+  std::vector<uint64_t> named_seg_index;
+  DedupIndex named_dedup;
+  for (const auto& e : file.entries) {
+    if (!e.legacy_tensor) continue;
+    auto existing = dedup.FindOrAdd(e.data, offsets.size());
+    uint64_t off;
+    if (existing) {
+      off = offsets[*existing];
+    } else {
+      uint64_t pad = tensor_seg.size > 0 ? PaddingRequired(tensor_seg.size, ta) : 0;
+      off = tensor_seg.size + pad;
+      tensor_seg.pieces.push_back(Piece{pad, e.data});
+      tensor_seg.size = off + e.data.size;
+      offsets.push_back(off);
+    }
+    auto t = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.TensorMetadata");
+    fb::Field(LS, *t, "fully_qualified_name") = fb::StringValue(e.key);
+    if (e.tensor_layout) {
+      fb::Field(LS, *t, "scalar_type") = fb::Field(FS, *e.tensor_layout, "scalar_type");
+      fb::Field(LS, *t, "sizes") = fb::Field(FS, *e.tensor_layout, "sizes");
+      fb::Field(LS, *t, "dim_order") = fb::Field(FS, *e.tensor_layout, "dim_order");
+    }
+    fb::Field(LS, *t, "segment_index") = fb::UIntValue(reflection::UInt, 0);
+    fb::Field(LS, *t, "offset") = fb::UIntValue(reflection::ULong, off);
+    tensors.push_back(fb::TableValue(t));
+  }
+  out.segments.Add(std::move(tensor_seg));
+  for (const auto& e : file.entries) {
+    if (e.legacy_tensor) continue;
+    size_t next = out.segments.segments().size();
+    auto existing = named_dedup.FindOrAdd(e.data, next);
+    if (!existing) {
+      PlannedSegment seg;
+      seg.pieces.push_back(Piece{0, e.data});
+      seg.size = e.data.size;
+      seg.alignment = e.alignment;
+      out.segments.Add(std::move(seg));
+    }
+    auto nd = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.NamedData");
+    fb::Field(LS, *nd, "key") = fb::StringValue(e.key);
+    fb::Field(LS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, existing ? *existing : next);
+    named.push_back(fb::TableValue(nd));
+  }
+  out.segments.Place(segment_alignment);
+  std::vector<fb::Value> segs;
+  for (const auto& s : out.segments.segments()) {
+    auto ds = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.DataSegment");
+    fb::Field(LS, *ds, "offset") = fb::UIntValue(reflection::ULong, s.offset);
+    fb::Field(LS, *ds, "size") = fb::UIntValue(reflection::ULong, s.size);
+    segs.push_back(fb::TableValue(ds));
+  }
+  auto root = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.FlatTensor");
+  fb::Field(LS, *root, "tensor_alignment") = fb::UIntValue(reflection::UInt, ta);
+  fb::Field(LS, *root, "tensors") = fb::OffsetVector(std::move(tensors), reflection::Obj);
+  fb::Field(LS, *root, "segments") = fb::OffsetVector(std::move(segs), reflection::Obj);
+  if (file.legacy_named_data_field || !named.empty()) {
+    fb::Field(LS, *root, "named_data") = fb::OffsetVector(std::move(named), reflection::Obj);
+  }
+  fb::Encoded enc = fb::Encode(LS, *root, fb::EncodeOptions{});
+  FlatTensorHeader h;
+  uint64_t padded_fb = AlignUp(enc.data.size(), ta);
+  uint64_t padded = AlignUp(kFlatTensorHeaderLength, ta);
+  h.flatbuffer_offset = padded;
+  h.flatbuffer_size = enc.data.size();
+  h.segment_base_offset = AlignUp(padded_fb + padded, segment_alignment);
+  h.segment_data_size = out.segments.data_size();
+  std::vector<uint8_t> hb = EncodeFlatTensorHeader(h);
+  hb.resize(padded, 0);
+  enc.data.resize(padded_fb, 0);
+  out.head = InsertHeader(enc.data, hb);
+  out.head.resize(h.segment_base_offset, 0);
+  out.segment_base_offset = h.segment_base_offset;
+  return out;
+}
+
+}  // namespace
+
+PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
+  if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
+  const auto& FS = fb::FlatTensorSchema();
+  PtdLayout out;
+  DedupIndex dedup;
+  auto root = fb::NewTable(FS, "flat_tensor_flatbuffer.FlatTensor");
+  std::vector<fb::Value> named;
+  std::set<std::string> keys;
+  for (const auto& e : file.entries) {
+    if (!keys.insert(e.key).second) throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
+    size_t next = out.segments.segments().size();
+    auto existing = dedup.FindOrAdd(e.data, next);
+    size_t si = existing ? *existing : next;
+    if (!existing) {
+      PlannedSegment seg;
+      seg.pieces.push_back(Piece{0, e.data});
+      seg.size = e.data.size;
+      seg.alignment = e.alignment;
+      out.segments.Add(std::move(seg));
+    }
+    auto nd = fb::NewTable(FS, "flat_tensor_flatbuffer.NamedData");
+    fb::Field(FS, *nd, "key") = fb::StringValue(e.key);
+    fb::Field(FS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, si);
+    if (e.tensor_layout) fb::Field(FS, *nd, "tensor_layout") = fb::TableValue(e.tensor_layout);
+    named.push_back(fb::TableValue(nd));
+  }
+  out.segments.Place(segment_alignment);
+  std::vector<fb::Value> segs;
+  for (const auto& s : out.segments.segments()) {
+    auto ds = fb::NewTable(FS, "flat_tensor_flatbuffer.DataSegment");
+    fb::Field(FS, *ds, "offset") = fb::UIntValue(reflection::ULong, s.offset);
+    fb::Field(FS, *ds, "size") = fb::UIntValue(reflection::ULong, s.size);
+    segs.push_back(fb::TableValue(ds));
+  }
+  fb::Field(FS, *root, "version") = fb::UIntValue(reflection::UInt, 0);
+  fb::Field(FS, *root, "segments") = fb::OffsetVector(std::move(segs), reflection::Obj);
+  fb::Field(FS, *root, "named_data") = fb::OffsetVector(std::move(named), reflection::Obj);
+  fb::Encoded enc = fb::Encode(FS, *root, fb::EncodeOptions{});
+  if (enc.data.size() >= (1ull << 31)) throw Error("limit-exceeded", "FlatTensor flatbuffer over 2 GiB");
+  FlatTensorHeader h;
+  uint64_t padded = AlignUp(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment);
+  h.flatbuffer_offset = padded;
+  h.flatbuffer_size = enc.data.size();
+  h.segment_base_offset = AlignUp(enc.data.size() + padded, segment_alignment);
+  h.segment_data_size = out.segments.data_size();
+  std::vector<uint8_t> hb = EncodeFlatTensorHeader(h);
+  hb.resize(padded, 0);
+  out.head = InsertHeader(enc.data, hb);
+  out.head.resize(h.segment_base_offset, 0);
+  out.segment_base_offset = h.segment_base_offset;
+  return out;
+}
+
+uint64_t WritePteLayout(const PteLayout& l, const std::string& path, const WriteOptions& o) {
+  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
+  f.Write(l.head.data(), l.head.size());
+  if (l.segments.data_size() > 0) {
+    f.PadTo(l.segment_base_offset);
+    l.segments.Write(f, o.progress);
+  }
+  uint64_t n = f.offset();
+  f.Commit();
+  return n;
+}
+
+uint64_t WritePtdLayout(const PtdLayout& l, const std::string& path, const WriteOptions& o) {
+  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
+  f.Write(l.head.data(), l.head.size());
+  l.segments.Write(f, o.progress);
+  uint64_t n = f.offset();
+  f.Commit();
+  return n;
+}
+
+namespace {
+void AppendSegments(std::vector<uint8_t>& out, uint64_t base, const SegmentPlan& plan) {
+  for (const auto& s : plan.segments()) {
+    out.resize(base + s.offset, 0);
+    for (const auto& p : s.pieces) {
+      out.resize(out.size() + p.pad_before, 0);
+      out.insert(out.end(), p.data.data, p.data.data + p.data.size);
+    }
+  }
+}
+}  // namespace
+
+std::vector<uint8_t> RenderPte(const PteLayout& l) {
+  std::vector<uint8_t> out = l.head;
+  if (l.segments.data_size() > 0) AppendSegments(out, l.segment_base_offset, l.segments);
+  return out;
+}
+
+std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
+  std::vector<uint8_t> out = l.head;
+  AppendSegments(out, l.segment_base_offset, l.segments);
+  return out;
+}
+
+WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
+                         const WriteOptions& o) {
+  PteLayout l = LayoutPte(pkg, cfg);
+  std::string dir;
+  auto slash = pte_path.find_last_of('/');
+  if (slash != std::string::npos) dir = pte_path.substr(0, slash + 1);
+  // Lay out every .ptd before writing anything, so layout errors leave no files.
+  std::vector<std::pair<std::string, PtdLayout>> ptds;
+  for (const auto& ef : l.external) ptds.emplace_back(dir + ef.tag + ".ptd", LayoutPtd(ef, cfg.ptd_segment_alignment));
+  WriteResult r;
+  r.flatbuffer_size = l.flatbuffer_size;
+  r.num_segments = l.segments.segments().size();
+  r.dedup_bytes_saved = l.dedup_bytes_saved;
+  for (const auto& [path, pl] : ptds) r.ptds.push_back({path, WritePtdLayout(pl, path, o)});
+  r.pte = {pte_path, WritePteLayout(l, pte_path, o)};
+  return r;
+}
+
+}  // namespace ptepack

@@ -1,0 +1,75 @@
+// Writing .pte and .ptd files from a Package and a BackendConfig.
+//
+// Layout follows ExecuTorch's serializer step by step: constant segment
+// (tensors padded to constant_tensor_alignment), mutable data segment,
+// delegate payloads moved to segments (deduplicated) when
+// extract_delegate_segments is set, named data segments, each segment at
+// lcm(segment_alignment, its alignment); then the flatbuffer, the eh00
+// header padded to the schema's largest force_align, and the segments.
+// Output is streamed to a temp file and renamed into place.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/backend_config.h"
+#include "layout/segment_plan.h"
+#include "serialize/package.h"
+
+namespace ptepack {
+
+struct PteLayout {
+  std::vector<uint8_t> head;  // root offset, id, eh00 header, flatbuffer
+  uint64_t flatbuffer_size = 0;
+  uint64_t segment_base_offset = 0;  // 0 without segments
+  SegmentPlan segments;
+  std::vector<ExternalFile> external;  // .ptd files to write alongside
+  uint64_t dedup_bytes_saved = 0;
+  uint64_t total_size() const { return segments.empty() || segments.data_size() == 0 ? head.size() : segment_base_offset + segments.data_size(); }
+};
+
+struct PtdLayout {
+  std::vector<uint8_t> head;  // root offset, id, FH01 header, flatbuffer, padding to the base
+  uint64_t segment_base_offset = 0;
+  SegmentPlan segments;
+  uint64_t total_size() const { return segment_base_offset + segments.data_size(); }
+};
+
+// Pure layout, no I/O. Throws ptepack::Error on invalid programs or configs.
+PteLayout LayoutPte(const Package& pkg, const BackendConfig& config);
+PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
+
+struct WriteOptions {
+  std::vector<std::string> inputs;     // refuse to overwrite these...
+  bool allow_overwrite_input = false;  // ...unless allowed
+  ProgressFn progress;
+};
+
+struct WrittenFile {
+  std::string path;
+  uint64_t size = 0;
+};
+
+struct WriteResult {
+  WrittenFile pte;
+  std::vector<WrittenFile> ptds;
+  uint64_t flatbuffer_size = 0;
+  size_t num_segments = 0;
+  uint64_t dedup_bytes_saved = 0;
+};
+
+// Writes `pte_path` and, for external data, "<tag>.ptd" files in the same
+// directory. Each file is written to a temp file and renamed on success; on
+// failure no output file is created or changed.
+WriteResult WritePackage(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
+                         const WriteOptions& options = {});
+
+// Writes a layout to a file (atomic).
+uint64_t WritePteLayout(const PteLayout& layout, const std::string& path, const WriteOptions& options);
+uint64_t WritePtdLayout(const PtdLayout& layout, const std::string& path, const WriteOptions& options);
+
+// Whole file in memory (tests, small programs).
+std::vector<uint8_t> RenderPte(const PteLayout& layout);
+std::vector<uint8_t> RenderPtd(const PtdLayout& layout);
+
+}  // namespace ptepack
