@@ -1,0 +1,170 @@
+#include "config/backend_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "serialize/error.h"
+
+namespace ptepack {
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+namespace {
+
+[[noreturn]] void Bad(const std::string& field, const std::string& msg, const std::string& found) {
+  Finding f;
+  f.code = "bad-config";
+  f.message = field + ": " + msg;
+  f.found = found;
+  throw Error(std::move(f));
+}
+
+void CheckAlignment(const std::string& field, uint64_t v) {
+  if (v == 0) Bad(field, "alignment must be a power of two greater than zero", "0");
+  if (!IsPowerOfTwo(v)) Bad(field, "alignment must be a power of two", std::to_string(v));
+  if (v > (1ull << 30)) Bad(field, "alignment above 1 GiB is not supported", std::to_string(v));
+}
+
+}  // namespace
+
+void BackendConfig::Validate() const {
+  CheckAlignment("segment_alignment", segment_alignment);
+  if (constant_tensor_alignment) CheckAlignment("constant_tensor_alignment", *constant_tensor_alignment);
+  if (delegate_alignment) CheckAlignment("delegate_alignment", *delegate_alignment);
+  CheckAlignment("ptd_segment_alignment", ptd_segment_alignment);
+  if (external_constants && external_constants_fn) {
+    Bad("external_constants", "give either true or a tagging callback, not both", "both");
+  }
+  if ((external_constants || external_mutable_weights) && external_tag.empty()) {
+    Bad("external_tag", "external data needs a non-empty file tag", "\"\"");
+  }
+  if (external_tag.find('/') != std::string::npos || external_tag == "." || external_tag == "..") {
+    Bad("external_tag", "a tag names a file next to the output and cannot contain '/'", external_tag);
+  }
+  if (inline_constants && (external_constants || external_constants_fn)) {
+    Bad("inline_constants", "legacy inline constants cannot be combined with external constants", "true");
+  }
+}
+
+nlohmann::json BackendConfig::ToJson() const {
+  nlohmann::json j;
+  j["extract_delegate_segments"] = extract_delegate_segments;
+  j["segment_alignment"] = segment_alignment;
+  j["constant_tensor_alignment"] =
+      constant_tensor_alignment ? nlohmann::json(*constant_tensor_alignment) : nlohmann::json(nullptr);
+  j["delegate_alignment"] = delegate_alignment ? nlohmann::json(*delegate_alignment) : nlohmann::json(nullptr);
+  j["external_constants"] = external_constants_fn ? nlohmann::json("<callback>") : nlohmann::json(external_constants);
+  j["external_mutable_weights"] = external_mutable_weights;
+  j["emit_mutable_buffer_names"] = emit_mutable_buffer_names;
+  j["emit_stacktrace"] = emit_stacktrace;
+  j["dynamic_memory_planning_mode"] =
+      dynamic_memory_planning_mode == DynamicMemoryPlanningMode::kUpperBound ? "UPPER_BOUND" : "SYMBOLIC";
+  j["external_tag"] = external_tag;
+  j["ptd_segment_alignment"] = ptd_segment_alignment;
+  j["flatbuffer_order"] = fb::OrderName(flatbuffer_order);
+  j["inline_constants"] = inline_constants;
+  j["legacy_extended_header"] = legacy_extended_header;
+  return j;
+}
+
+BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) Bad("config", "must be a JSON object", j.type_name());
+  BackendConfig c;
+  auto get_bool = [&](const char* k, bool* out) {
+    if (!j.contains(k)) return;
+    if (!j[k].is_boolean()) Bad(k, "must be true or false", j[k].dump());
+    *out = j[k].get<bool>();
+  };
+  auto get_u64 = [&](const char* k, uint64_t* out) {
+    if (!j.contains(k)) return;
+    if (!j[k].is_number_unsigned()) Bad(k, "must be a non-negative integer", j[k].dump());
+    *out = j[k].get<uint64_t>();
+  };
+  auto get_opt = [&](const char* k, std::optional<uint64_t>* out) {
+    if (!j.contains(k) || j[k].is_null()) return;
+    uint64_t v = 0;
+    get_u64(k, &v);
+    *out = v;
+  };
+  static const char* kKnown[] = {"extract_delegate_segments", "segment_alignment", "constant_tensor_alignment",
+                                 "delegate_alignment", "external_constants", "external_mutable_weights",
+                                 "emit_mutable_buffer_names", "emit_stacktrace", "dynamic_memory_planning_mode",
+                                 "external_tag", "ptd_segment_alignment", "flatbuffer_order", "inline_constants",
+                                 "legacy_extended_header"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) Bad(it.key(), "unknown config field", it.value().dump());
+  }
+  get_bool("extract_delegate_segments", &c.extract_delegate_segments);
+  get_u64("segment_alignment", &c.segment_alignment);
+  get_opt("constant_tensor_alignment", &c.constant_tensor_alignment);
+  get_opt("delegate_alignment", &c.delegate_alignment);
+  if (j.contains("external_constants")) {
+    const auto& e = j["external_constants"];
+    if (e.is_boolean()) {
+      c.external_constants = e.get<bool>();
+    } else if (e.is_string()) {
+      // A tag: every constant goes to "<tag>.ptd".
+      c.external_constants = true;
+      c.external_tag = e.get<std::string>();
+    } else {
+      Bad("external_constants", "must be true, false or a tag string", e.dump());
+    }
+  }
+  get_bool("external_mutable_weights", &c.external_mutable_weights);
+  get_bool("emit_mutable_buffer_names", &c.emit_mutable_buffer_names);
+  get_bool("emit_stacktrace", &c.emit_stacktrace);
+  if (j.contains("dynamic_memory_planning_mode")) {
+    std::string m = j["dynamic_memory_planning_mode"].is_string() ? j["dynamic_memory_planning_mode"].get<std::string>() : "";
+    if (m == "UPPER_BOUND") c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
+    else if (m == "SYMBOLIC") c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
+    else Bad("dynamic_memory_planning_mode", "must be \"UPPER_BOUND\" or \"SYMBOLIC\"", j["dynamic_memory_planning_mode"].dump());
+  }
+  if (j.contains("external_tag")) {
+    if (!j["external_tag"].is_string()) Bad("external_tag", "must be a string", j["external_tag"].dump());
+    c.external_tag = j["external_tag"].get<std::string>();
+  }
+  get_u64("ptd_segment_alignment", &c.ptd_segment_alignment);
+  if (j.contains("flatbuffer_order")) {
+    std::string o = j["flatbuffer_order"].is_string() ? j["flatbuffer_order"].get<std::string>() : "";
+    if (!fb::ParseOrder(o, &c.flatbuffer_order)) {
+      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\" or \"python\"", j["flatbuffer_order"].dump());
+    }
+  }
+  get_bool("inline_constants", &c.inline_constants);
+  get_bool("legacy_extended_header", &c.legacy_extended_header);
+  c.Validate();
+  return c;
+}
+
+BackendConfig BackendConfig::FromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    Finding f;
+    f.code = "open-failed";
+    f.file = path;
+    f.message = "cannot open config file";
+    throw Error(std::move(f));
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    Finding f;
+    f.code = "bad-config";
+    f.file = path;
+    f.offset = e.byte;
+    f.message = std::string("not valid JSON: ") + e.what();
+    throw Error(std::move(f));
+  }
+  try {
+    return FromJson(j);
+  } catch (Error& e) {
+    Finding f = e.finding();
+    f.file = path;
+    throw Error(std::move(f));
+  }
+}
+
+}  // namespace ptepack

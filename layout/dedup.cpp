@@ -1,0 +1,23 @@
+#include "layout/dedup.h"
+
+#include <xxhash.h>
+
+namespace ptepack {
+
+uint64_t Xxh3(const Bytes& b) { return XXH3_64bits(b.data, b.size); }
+
+std::optional<size_t> DedupIndex::FindOrAdd(const Bytes& b, size_t id) {
+  uint64_t h = Xxh3(b);
+  auto range = map_.equal_range(h);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.data.Equals(b)) {
+      bytes_saved_ += b.size;
+      ++hits_;
+      return it->second.id;
+    }
+  }
+  map_.emplace(h, Entry{b, id});
+  return std::nullopt;
+}
+
+}  // namespace ptepack

@@ -1,0 +1,159 @@
+#include "layout/placement.h"
+
+#include <map>
+#include <set>
+
+#include "serialize/error.h"
+#include "serialize/pte_format.h"
+
+namespace ptepack {
+
+using namespace prog;
+
+namespace {
+
+std::shared_ptr<fb::Table> LayoutFor(const fb::Table& tensor) {
+  const auto& FS = fb::FlatTensorSchema();
+  auto tl = fb::NewTable(FS, "flat_tensor_flatbuffer.TensorLayout");
+  fb::Field(FS, *tl, "scalar_type") = F(tensor, "scalar_type").present()
+                                          ? fb::ScalarValue(reflection::Byte, F(tensor, "scalar_type").bits)
+                                          : fb::Value{};
+  const auto& sizes = F(tensor, "sizes");
+  if (sizes.present()) fb::Field(FS, *tl, "sizes") = fb::ScalarVector(reflection::Int, sizes.scalars);
+  const auto& dims = F(tensor, "dim_order");
+  if (dims.present()) fb::Field(FS, *tl, "dim_order") = fb::ScalarVector(reflection::UByte, dims.scalars);
+  return tl;
+}
+
+ExternalFile& FileFor(Package& pkg, const std::string& tag) {
+  for (auto& f : pkg.external) {
+    if (f.tag == tag) return f;
+  }
+  pkg.external.push_back(ExternalFile{tag, {}});
+  return pkg.external.back();
+}
+
+void AddEntry(ExternalFile& f, NamedBlob b) {
+  for (const auto& e : f.entries) {
+    if (e.key == b.key) {
+      if (!e.data.Equals(b.data)) {
+        throw Error("duplicate-key", "external key \"" + b.key + "\" is used for two different tensors in " +
+                                         f.tag + ".ptd");
+      }
+      return;
+    }
+  }
+  f.entries.push_back(std::move(b));
+}
+
+bool AllDefault(const fb::Table& t) {
+  for (const auto& v : t.fields) {
+    if (v.kind != fb::Value::Kind::kAbsent && !(v.kind == fb::Value::Kind::kScalar && v.bits == 0)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
+  fb::Table& p = *pkg.program;
+  if (!cfg.emit_stacktrace) {
+    for (auto& plan : F(p, "execution_plan").elems) {
+      for (auto& ch : F(*plan.table, "chains").elems) F(*ch.table, "stacktrace") = fb::Value{};
+    }
+  }
+  if (!cfg.emit_mutable_buffer_names) {
+    ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
+      auto& eti = F(t, "extra_tensor_info");
+      if (!eti.table || !F(t, "allocation_info").table) return;
+      if (fb::AsUInt(F(*eti.table, "location")) != 0) return;  // EXTERNAL keeps its key
+      F(*eti.table, "fully_qualified_name") = fb::Value{};
+      if (AllDefault(*eti.table)) eti = fb::Value{};
+    });
+  }
+
+  const bool want_const = cfg.external_constants || static_cast<bool>(cfg.external_constants_fn);
+  if (!want_const && !cfg.external_mutable_weights) return;
+
+  auto& cb = F(p, "constant_buffer");
+  std::vector<bool> still_used(cb.elems.size(), false);
+  std::vector<bool> mut_used(pkg.mutable_data ? pkg.mutable_data->size() : 0, false);
+  std::map<uint32_t, bool> moved_const;  // buffer index -> moved
+  uint32_t next_external_index = 0;
+  ForEachTensor(p, [&](fb::Table& plan, uint32_t vi, fb::Table& t) {
+    uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
+    auto& eti = F(t, "extra_tensor_info");
+    bool external = eti.table && fb::AsUInt(F(*eti.table, "location")) == 1;
+    bool planned = F(t, "allocation_info").table != nullptr;
+    if (idx == 0 || external) return;
+    bool is_mutable = planned && pkg.mutable_data && idx < pkg.mutable_data->size();
+    if (planned && !is_mutable) return;
+    ConstantTensorInfo info;
+    info.method = F(plan, "name").str;
+    info.value_index = vi;
+    info.name = eti.table ? F(*eti.table, "fully_qualified_name").str : "";
+    info.scalar_type = static_cast<int>(fb::AsInt(F(t, "scalar_type")));
+    for (size_t k = 0; k + 4 <= F(t, "sizes").scalars.size; k += 4) {
+      info.sizes.push_back(static_cast<int32_t>(LoadU32(F(t, "sizes").scalars.data + k)));
+    }
+    info.nbytes = TensorNbytes(t);
+    info.mutable_weight = is_mutable;
+    std::optional<std::string> tag;
+    if (is_mutable) {
+      if (cfg.external_mutable_weights) tag = cfg.external_tag;
+    } else if (cfg.external_constants_fn) {
+      tag = cfg.external_constants_fn(info);
+    } else if (cfg.external_constants) {
+      tag = cfg.external_tag;
+    }
+    if (!tag) {
+      if (is_mutable) mut_used[idx] = true;
+      else if (idx < still_used.size()) still_used[idx] = true;
+      return;
+    }
+    Bytes data;
+    if (is_mutable) {
+      data = (*pkg.mutable_data)[idx];
+    } else {
+      if (idx >= cb.elems.size()) throw Error("index-out-of-range", "tensor data_buffer_idx past constant_buffer");
+      data = F(*cb.elems[idx].table, "storage").scalars;
+      moved_const[static_cast<uint32_t>(idx)] = true;
+    }
+    if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
+    std::string key = !info.name.empty() ? info.name
+                                         : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
+    NamedBlob b{key, data, cfg.tensor_alignment(), LayoutFor(t)};
+    AddEntry(FileFor(pkg, *tag), std::move(b));
+    if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));
+    F(*eti.table, "fully_qualified_name") = fb::StringValue(key);
+    F(*eti.table, "location") = fb::UIntValue(reflection::Byte, 1);
+    F(*eti.table, "mutable_data_segments_idx") = fb::Value{};
+    F(t, "data_buffer_idx") = fb::UIntValue(reflection::UInt, next_external_index++);
+  });
+
+  // Renumber what stays: constants keep index 0 as the reserved placeholder.
+  if (!moved_const.empty()) {
+    std::vector<uint32_t> remap(cb.elems.size(), 0);
+    std::vector<fb::Value> kept;
+    for (size_t i = 0; i < cb.elems.size(); ++i) {
+      if (i == 0 || still_used[i]) {
+        remap[i] = static_cast<uint32_t>(kept.size());
+        kept.push_back(cb.elems[i]);
+      }
+    }
+    ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
+      auto& eti = F(t, "extra_tensor_info");
+      if ((eti.table && fb::AsUInt(F(*eti.table, "location")) == 1) || F(t, "allocation_info").table) return;
+      uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
+      if (idx > 0 && idx < remap.size()) F(t, "data_buffer_idx") = fb::UIntValue(reflection::UInt, remap[idx]);
+    });
+    cb.elems = std::move(kept);
+  }
+  if (cfg.external_mutable_weights && pkg.mutable_data) {
+    bool any_left = false;
+    for (size_t i = 1; i < mut_used.size(); ++i) any_left = any_left || mut_used[i];
+    if (!any_left) pkg.mutable_data.reset();
+  }
+}
+
+}  // namespace ptepack

@@ -1,0 +1,74 @@
+#include "layout/segment_plan.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "layout/alignment.h"
+
+namespace ptepack {
+
+PlannedSegment ConcatSegment(const std::vector<Bytes>& items, uint64_t item_alignment,
+                             std::vector<uint64_t>* offsets) {
+  PlannedSegment s;
+  uint64_t cur = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    offsets->push_back(cur);
+    uint64_t pad = (i + 1 < items.size()) ? PaddingRequired(items[i].size, item_alignment) : 0;
+    s.pieces.push_back(Piece{0, items[i]});
+    if (pad > 0) s.pieces.push_back(Piece{pad, Bytes{}});
+    cur = CheckedAdd(cur, CheckedAdd(items[i].size, pad));
+  }
+  s.size = cur;
+  return s;
+}
+
+size_t SegmentPlan::Add(PlannedSegment s) {
+  segs_.push_back(std::move(s));
+  return segs_.size() - 1;
+}
+
+void SegmentPlan::Place(uint64_t segment_alignment) {
+  uint64_t prev_end = 0;
+  for (auto& s : segs_) {
+    s.offset = AlignUp(prev_end, Lcm(segment_alignment, s.alignment));
+    prev_end = CheckedAdd(s.offset, s.size);
+  }
+}
+
+uint64_t SegmentPlan::data_size() const { return segs_.empty() ? 0 : segs_.back().offset + segs_.back().size; }
+
+void StreamBytes(AtomicFile& out, const Bytes& b, const ProgressFn& progress, uint64_t* done, uint64_t total) {
+  constexpr size_t kChunk = 8u << 20;
+  static const size_t kPage = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const bool file_backed = b.file_backed && b.size >= kChunk;
+  size_t off = 0;
+  while (off < b.size) {
+    size_t n = std::min(kChunk, b.size - off);
+    out.Write(b.data + off, n);
+    if (file_backed) {
+      // Release the pages just copied: they are clean file pages, re-readable.
+      uintptr_t start = reinterpret_cast<uintptr_t>(b.data + off);
+      uintptr_t a = (start + kPage - 1) & ~(uintptr_t)(kPage - 1);
+      uintptr_t e = (start + n) & ~(uintptr_t)(kPage - 1);
+      if (e > a) ::madvise(reinterpret_cast<void*>(a), e - a, MADV_DONTNEED);
+    }
+    off += n;
+    *done += n;
+    if (progress) progress(*done, total);
+  }
+}
+
+void SegmentPlan::Write(AtomicFile& out, const ProgressFn& progress) const {
+  const uint64_t base = out.offset();
+  uint64_t total = data_size(), done = 0;
+  for (const auto& s : segs_) {
+    out.PadTo(base + s.offset);
+    for (const auto& p : s.pieces) {
+      out.WriteZeros(p.pad_before);
+      done += p.pad_before;
+      StreamBytes(out, p.data, progress, &done, total);
+    }
+  }
+}
+
+}  // namespace ptepack

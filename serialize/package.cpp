@@ -1,0 +1,363 @@
+#include "serialize/package.h"
+
+#include <algorithm>
+#include <map>
+
+#include "layout/alignment.h"
+#include "serialize/error.h"
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_reader.h"
+#include "serialize/pte_writer.h"
+
+namespace ptepack {
+
+namespace prog {
+
+const fb::Schema& S() { return fb::ProgramSchema(); }
+
+fb::Value& F(fb::Table& t, const char* name) { return fb::Field(S(), t, name); }
+const fb::Value& F(const fb::Table& t, const char* name) { return fb::Field(S(), t, name); }
+
+std::shared_ptr<fb::Table> New(const char* table) {
+  return fb::NewTable(S(), std::string("executorch_flatbuffer.") + table);
+}
+
+void ForEachTensor(fb::Table& program,
+                   const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn) {
+  const reflection::Object* tensor_def = S().FindObject("executorch_flatbuffer.Tensor");
+  for (auto& plan : F(program, "execution_plan").elems) {
+    if (!plan.table) continue;
+    auto& values = F(*plan.table, "values").elems;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!values[i].table) continue;
+      auto& val = F(*values[i].table, "val");
+      if (val.table && val.table->def == tensor_def) fn(*plan.table, static_cast<uint32_t>(i), *val.table);
+    }
+  }
+}
+
+uint64_t TensorNbytes(const fb::Table& t) {
+  size_t es = ScalarTypeSize(static_cast<int>(fb::AsInt(F(t, "scalar_type"))));
+  if (es == 0) return 0;
+  const auto& sizes = F(t, "sizes");
+  uint64_t n = es;
+  for (size_t i = 0; i + 4 <= sizes.scalars.size; i += 4) {
+    int32_t d = static_cast<int32_t>(LoadU32(sizes.scalars.data + i));
+    if (d < 0 || (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))) return 0;
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+}  // namespace prog
+
+using namespace prog;
+
+namespace {
+
+fb::Value ByteVector(Bytes b) { return fb::ScalarVector(reflection::UByte, std::move(b)); }
+
+fb::Value U64Vector(const std::vector<uint64_t>& v) {
+  std::vector<uint8_t> raw(v.size() * 8);
+  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
+  return fb::ScalarVector(reflection::ULong, Bytes::Own(std::move(raw)));
+}
+
+std::vector<uint64_t> ReadU64s(const fb::Value& v) {
+  std::vector<uint64_t> out(v.scalars.size / 8);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = LoadU64(v.scalars.data + 8 * i);
+  return out;
+}
+
+// Splits a sub-segmented region back into items (ExecuTorch's restore).
+std::vector<Bytes> SplitSegment(const Bytes& seg, const std::vector<uint64_t>& offsets) {
+  std::vector<Bytes> out;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    uint64_t start = offsets[i];
+    uint64_t end = i + 1 < offsets.size() ? offsets[i + 1] : seg.size;
+    if (start > end || end > seg.size) {
+      throw Error("constant-offset-out-of-range", "sub-segment offsets are not increasing within the segment");
+    }
+    out.push_back(seg.Sub(start, end - start));
+  }
+  return out;
+}
+
+}  // namespace
+
+Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+  pte.report().ThrowIfError();
+  if (!pte.program()) throw Error("flatbuffer-invalid", pte.name() + ": no program to read");
+  Package pkg;
+  Bytes fbytes = pte.flatbuffer();
+  pkg.program = fb::Decode(S(), fbytes.data, fbytes.size, fbytes.owner);
+  fb::Table& p = *pkg.program;
+  std::vector<Bytes> seg;
+  for (size_t i = 0; i < pte.segments().size(); ++i) seg.push_back(pte.SegmentData(i));
+  for (auto& s : seg) s.file_backed = true;
+
+  // Delegate payloads in segments go back inline.
+  auto& bdd = F(p, "backend_delegate_data");
+  for (auto& plan : F(p, "execution_plan").elems) {
+    for (auto& del : F(*plan.table, "delegates").elems) {
+      auto& processed = F(*del.table, "processed");
+      if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 1) continue;
+      uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
+      auto inl = New("BackendDelegateInlineData");
+      F(*inl, "data") = ByteVector(seg.at(idx));
+      if (!bdd.present()) bdd = fb::OffsetVector({}, reflection::Obj);
+      bdd.elems.push_back(fb::TableValue(inl));
+      auto ref = New("BackendDelegateDataReference");
+      F(*ref, "location") = fb::UIntValue(reflection::Byte, 0);
+      F(*ref, "index") = fb::UIntValue(reflection::UInt, bdd.elems.size() - 1);
+      processed = fb::TableValue(ref);
+    }
+  }
+
+  // Largest tensor size per constant buffer index, to drop alignment padding.
+  std::map<uint64_t, uint64_t> need;
+  ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
+    uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
+    const auto& eti = F(t, "extra_tensor_info");
+    if (idx == 0 || eti.table) return;  // external or mutable: not in the constant segment
+    need[idx] = std::max(need[idx], TensorNbytes(t));
+  });
+
+  auto& cseg = F(p, "constant_segment");
+  if (cseg.table) {
+    auto& offs = F(*cseg.table, "offsets");
+    std::vector<uint64_t> o = ReadU64s(offs);
+    if (!o.empty()) {
+      uint64_t si = fb::AsUInt(F(*cseg.table, "segment_index"));
+      std::vector<Bytes> items = SplitSegment(seg.at(si), o);
+      std::vector<fb::Value> bufs;
+      for (size_t i = 0; i < items.size(); ++i) {
+        Bytes b = items[i];
+        auto it = need.find(i);
+        if (it != need.end() && it->second <= b.size) {
+          bool zero_tail = true;
+          for (uint64_t k = it->second; k < b.size && zero_tail; ++k) zero_tail = b.data[k] == 0;
+          if (zero_tail) b = b.Sub(0, it->second);
+        }
+        auto buf = New("Buffer");
+        F(*buf, "storage") = ByteVector(b);
+        bufs.push_back(fb::TableValue(buf));
+      }
+      F(p, "constant_buffer") = fb::OffsetVector(std::move(bufs), reflection::Obj);
+      F(*cseg.table, "segment_index") = fb::Value{};
+      offs = U64Vector({});
+    }
+  }
+
+  auto& mds = F(p, "mutable_data_segments");
+  if (mds.present() && !mds.elems.empty()) {
+    if (mds.elems.size() > 1) throw Error("unsupported", "more than one mutable data segment");
+    auto& m = *mds.elems[0].table;
+    pkg.mutable_data = SplitSegment(seg.at(fb::AsUInt(F(m, "segment_index"))), ReadU64s(F(m, "offsets")));
+    mds = fb::Value{};
+  }
+
+  auto& nd = F(p, "named_data");
+  for (auto& e : nd.elems) {
+    NamedBlob b;
+    b.key = F(*e.table, "key").str;
+    b.data = seg.at(fb::AsUInt(F(*e.table, "segment_index")));
+    pkg.named_data.push_back(std::move(b));
+  }
+  nd.elems.clear();
+  F(p, "segments").elems.clear();
+
+  for (const PtdFile* ptd : ptds) {
+    std::string stem = ptd->name();
+    auto slash = stem.find_last_of('/');
+    if (slash != std::string::npos) stem = stem.substr(slash + 1);
+    if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".ptd") == 0) stem.resize(stem.size() - 4);
+    pkg.external.push_back(ExternalFromPtd(*ptd, stem));
+  }
+  return pkg;
+}
+
+ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
+  ptd.report().ThrowIfError();
+  ExternalFile ef;
+  ef.tag = tag;
+  ef.legacy = ptd.legacy();
+  if (ef.legacy) {
+    ef.legacy_tensor_alignment = ptd.legacy_tensor_alignment();
+    ef.legacy_named_data_field = ptd.legacy_has_named_data();
+  }
+  const auto& FS = fb::FlatTensorSchema();
+  for (const auto& e : ptd.entries()) {
+    NamedBlob b;
+    b.key = e.key;
+    b.data = ptd.EntryData(e);
+    if (e.legacy_tensor && e.extent > e.size) {
+      b.data = ptd.SegmentData(e.segment_index).Sub(e.offset, e.extent);
+    }
+    b.data.file_backed = true;
+    b.legacy_tensor = e.legacy_tensor;
+    if (e.has_layout) {
+      auto tl = fb::NewTable(FS, "flat_tensor_flatbuffer.TensorLayout");
+      fb::Field(FS, *tl, "scalar_type") = fb::ScalarValue(reflection::Byte, static_cast<uint8_t>(e.scalar_type));
+      std::vector<uint8_t> sz(e.sizes.size() * 4);
+      if (!sz.empty()) std::memcpy(sz.data(), e.sizes.data(), sz.size());
+      fb::Field(FS, *tl, "sizes") = fb::ScalarVector(reflection::Int, Bytes::Own(std::move(sz)));
+      fb::Field(FS, *tl, "dim_order") =
+          fb::ScalarVector(reflection::UByte, Bytes::Own(std::vector<uint8_t>(e.dim_order)));
+      b.tensor_layout = tl;
+    }
+    ef.entries.push_back(std::move(b));
+  }
+  return ef;
+}
+
+namespace {
+
+// Largest power of two <= cap that `base` is consistent with, preferring 128.
+uint64_t InferSegmentAlignment(uint64_t start, uint64_t base, const std::vector<SegmentSpan>& segs) {
+  auto consistent = [&](uint64_t a) {
+    if (AlignUp(start, a) != base) return false;
+    uint64_t prev = 0;
+    for (const auto& s : segs) {
+      if (AlignUp(prev, a) > s.offset) return false;
+      prev = s.offset + s.size;
+    }
+    return true;
+  };
+  if (consistent(128)) return 128;
+  for (uint64_t a = 1ull << 16; a >= 1; a >>= 1) {
+    if (consistent(a)) return a;
+  }
+  return 1;
+}
+
+}  // namespace
+
+InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std::vector<const PtdFile*>& ptds) {
+  InferredConfig out;
+  BackendConfig& c = out.config;
+  Package& pkg = const_cast<Package&>(pkg_in);  // blob alignments are refined in place
+  const auto* program = pte.program();
+  c.legacy_extended_header = pte.header() && !pte.header()->has_segment_data_size;
+  bool any_segment_delegate = false, any_delegate = false;
+  for (const auto* plan : *program->execution_plan()) {
+    if (!plan->delegates()) continue;
+    for (const auto* d : *plan->delegates()) {
+      any_delegate = true;
+      if (d->processed() && d->processed()->location() == executorch_flatbuffer::DataLocation::SEGMENT) {
+        any_segment_delegate = true;
+      }
+    }
+  }
+  c.extract_delegate_segments = any_segment_delegate || !any_delegate;
+  c.inline_constants = program->constant_buffer() && program->constant_buffer()->size() > 0;
+  bool stack = false, names = false, ext_const = false, ext_mut = false;
+  for (const auto* plan : *program->execution_plan()) {
+    if (plan->chains()) {
+      for (const auto* ch : *plan->chains()) stack = stack || ch->stacktrace();
+    }
+    if (!plan->values()) continue;
+    for (const auto* v : *plan->values()) {
+      if (v->val_type() != executorch_flatbuffer::KernelTypes::Tensor) continue;
+      const auto* t = v->val_as_Tensor();
+      const auto* eti = t->extra_tensor_info();
+      if (!eti) continue;
+      if (eti->location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL) {
+        (t->allocation_info() ? ext_mut : ext_const) = true;
+      } else if (eti->fully_qualified_name()) {
+        names = true;
+      }
+    }
+  }
+  c.emit_stacktrace = stack;
+  c.emit_mutable_buffer_names = names;
+  c.external_constants = false;  // already-external data stays in pkg.external
+  c.external_mutable_weights = false;
+  (void)ext_const;
+  (void)ext_mut;
+
+  if (pte.segment_base_offset() != 0) {
+    c.segment_alignment = InferSegmentAlignment(pte.program_size(), pte.segment_base_offset(), pte.segments());
+  }
+  // Constant tensor alignment from the gaps between constants.
+  const auto& cb = F(*pkg.program, "constant_buffer").elems;
+  if (!c.inline_constants && program->constant_segment() && program->constant_segment()->offsets() &&
+      program->constant_segment()->offsets()->size() > 1) {
+    const auto* offs = program->constant_segment()->offsets();
+    for (uint64_t a = 1; a <= 4096; a <<= 1) {
+      bool ok = true;
+      for (size_t i = 0; i + 1 < offs->size() && ok; ++i) {
+        uint64_t len = F(*cb.at(i).table, "storage").scalars.size;
+        ok = AlignUp(len, a) == offs->Get(static_cast<flatbuffers::uoffset_t>(i + 1)) -
+                                   offs->Get(static_cast<flatbuffers::uoffset_t>(i));
+      }
+      if (ok && (a == 16 || !c.constant_tensor_alignment)) c.constant_tensor_alignment = a;
+    }
+    if (c.constant_tensor_alignment == 16u) c.constant_tensor_alignment.reset();
+  }
+  // Named data blobs: the alignment their segment offsets need.
+  if (!pkg.named_data.empty() && program->named_data()) {
+    for (size_t i = 0; i < pkg.named_data.size() && i < program->named_data()->size(); ++i) {
+      uint32_t si = program->named_data()->Get(static_cast<flatbuffers::uoffset_t>(i))->segment_index();
+      uint64_t prev_end = si == 0 ? 0 : pte.segments()[si - 1].offset + pte.segments()[si - 1].size;
+      uint64_t off = pte.segments()[si].offset;
+      for (uint64_t a = c.segment_alignment; a <= (1ull << 20); a <<= 1) {
+        if (AlignUp(prev_end, a) == off) {
+          pkg.named_data[i].alignment = a == c.segment_alignment ? 1 : a;
+          break;
+        }
+      }
+    }
+  }
+  // .ptd segment alignment.
+  for (const PtdFile* ptd : ptds) {
+    uint64_t fb_end = ptd->header().flatbuffer_offset + ptd->header().flatbuffer_size;
+    if (ptd->legacy()) {
+      fb_end = ptd->header().flatbuffer_offset +
+               AlignUp(ptd->header().flatbuffer_size, std::max<uint32_t>(1, ptd->legacy_tensor_alignment()));
+    }
+    c.ptd_segment_alignment = InferSegmentAlignment(fb_end, ptd->header().segment_base_offset, ptd->segments());
+    for (auto& ef : pkg.external) {
+      const auto& entries = ptd->entries();
+      for (size_t i = 0; i < ef.entries.size() && i < entries.size(); ++i) {
+        if (entries[i].legacy_tensor) continue;
+        uint32_t si = entries[i].segment_index;
+        if (si >= ptd->segments().size()) continue;
+        uint64_t prev_end = si == 0 ? 0 : ptd->segments()[si - 1].offset + ptd->segments()[si - 1].size;
+        for (uint64_t a = c.ptd_segment_alignment; a <= (1ull << 20); a <<= 1) {
+          if (AlignUp(prev_end, a) == ptd->segments()[si].offset) {
+            ef.entries[i].alignment = a == c.ptd_segment_alignment ? 1 : a;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // Which producer's byte layout matches? Try each (and, for legacy inline
+  // constants, the alignments that were in use then).
+  std::vector<std::optional<uint64_t>> tensor_aligns{c.constant_tensor_alignment};
+  if (c.inline_constants) tensor_aligns = {std::nullopt, 32, 8, 64, 4, 1, 128};
+  Bytes original = pte.file().Sub(0, pte.program_size());
+  for (auto ta : tensor_aligns) {
+    for (fb::Order order : {fb::Order::kFlatc, fb::Order::kPythonObjectApi, fb::Order::kFlatcLegacy}) {
+      BackendConfig trial = c;
+      trial.flatbuffer_order = order;
+      trial.constant_tensor_alignment = ta;
+      try {
+        PteLayout l = LayoutPte(pkg, trial);
+        if (l.head.size() == original.size && std::memcmp(l.head.data(), original.data, original.size) == 0) {
+          out.config = trial;
+          out.exact = true;
+          out.note = std::string("flatbuffer matches the ") + fb::OrderName(order) + " layout";
+          return out;
+        }
+      } catch (const Error&) {
+      }
+    }
+  }
+  out.note = "no known producer reproduces the flatbuffer bytes; output will be equivalent, not identical";
+  return out;
+}
+
+}  // namespace ptepack

@@ -1,0 +1,81 @@
+// A program with its data held apart from its layout.
+//
+// This is what ExecuTorch's serializer starts from (its PTEFile): the
+// Program tree with constants in constant_buffer and delegate payloads in
+// backend_delegate_data, plus mutable data and named blobs. Reading a file
+// "restores" it to this form; writing lays it out again following a
+// BackendConfig. All data are byte views (into mapped files or caller
+// buffers); nothing here copies tensor data.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/backend_config.h"
+#include "serialize/fbtree.h"
+#include "serialize/file_io.h"
+
+namespace ptepack {
+
+class PteFile;
+class PtdFile;
+
+struct NamedBlob {
+  std::string key;
+  Bytes data;
+  uint64_t alignment = 1;
+  std::shared_ptr<fb::Table> tensor_layout;  // flat_tensor_flatbuffer.TensorLayout, optional
+  bool legacy_tensor = false;                 // legacy layout: goes in the shared tensor segment
+};
+
+// One .ptd file to write: "<tag>.ptd" next to the .pte.
+struct ExternalFile {
+  std::string tag;
+  std::vector<NamedBlob> entries;
+  // Write the FlatTensor layout of before June 2025 (tensors list with a
+  // shared, tensor_alignment-padded segment), to reproduce such files.
+  bool legacy = false;
+  uint32_t legacy_tensor_alignment = 16;
+  bool legacy_named_data_field = true;  // files before March 2025 had no named_data
+};
+
+struct Package {
+  std::shared_ptr<fb::Table> program;          // executorch_flatbuffer.Program
+  std::optional<std::vector<Bytes>> mutable_data;
+  std::vector<NamedBlob> named_data;           // blobs stored in the .pte
+  std::vector<ExternalFile> external;          // blobs stored in .ptd files
+};
+
+// Restores a checked .pte (and its .ptd files) to package form. Throws if
+// the file has errors that make that impossible.
+Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds = {});
+
+// The entries of a .ptd as an ExternalFile with the given tag.
+ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag);
+
+// The config that reproduces `pte` (and `ptds`) from their package form:
+// alignments, header flavour, and the flatbuffer producer whose byte layout
+// matches. `exact` is set when a candidate re-encodes the flatbuffer to the
+// very same bytes.
+struct InferredConfig {
+  BackendConfig config;
+  bool exact = false;
+  std::string note;
+};
+InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds = {});
+
+// Helpers on the program tree used by layout code.
+namespace prog {
+const fb::Schema& S();
+fb::Value& F(fb::Table& t, const char* name);
+const fb::Value& F(const fb::Table& t, const char* name);
+std::shared_ptr<fb::Table> New(const char* table);  // "executorch_flatbuffer.X" short name X
+// Calls fn(plan, value_index, tensor_table) for every Tensor value.
+void ForEachTensor(fb::Table& program,
+                   const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn);
+uint64_t TensorNbytes(const fb::Table& tensor);  // 0 if unknown
+}  // namespace prog
+
+}  // namespace ptepack
