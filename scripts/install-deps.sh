@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ptepack needs to build and test.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config clang libclang-rt-dev
+      libflatbuffers-dev flatbuffers-compiler libzstd-dev libxxhash-dev xxhash
+      nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

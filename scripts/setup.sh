@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Fresh Debian machine to a working ptepack: install dependencies, build
+# (release, in build/) and explain one of the real ExecuTorch fixtures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+fixture=../shared/fixtures/executorch/linear.pte
+if [ -f "$fixture" ]; then
+  ./build/ptepack inspect "$fixture" --ptd ../shared/fixtures/executorch/linear.ptd
+fi
+echo "built: ./build/ptepack"

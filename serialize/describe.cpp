@@ -1,0 +1,493 @@
+#include "serialize/describe.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_reader.h"
+
+namespace ptepack {
+
+namespace efb = executorch_flatbuffer;
+using nlohmann::json;
+
+namespace {
+
+json FindingJson(const Finding& f) {
+  json j{{"severity", f.severity == Finding::Severity::kError ? "error" : "warning"},
+         {"code", f.code},
+         {"message", f.message},
+         {"file", f.file}};
+  if (f.offset) j["offset"] = *f.offset;
+  if (!f.expected.empty()) j["expected"] = f.expected;
+  if (!f.found.empty()) j["found"] = f.found;
+  return j;
+}
+
+json ReportJson(const Report& r) {
+  json a = json::array();
+  for (const auto& f : r.findings()) a.push_back(FindingJson(f));
+  return a;
+}
+
+const char* KernelTypeName(efb::KernelTypes t) { return efb::EnumNameKernelTypes(t); }
+
+json ValueSummary(const efb::ExecutionPlan& plan, int32_t idx) {
+  json j{{"index", idx}};
+  if (!plan.values() || idx < 0 || static_cast<size_t>(idx) >= plan.values()->size()) return j;
+  const auto* v = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(idx));
+  j["kind"] = KernelTypeName(v->val_type());
+  if (v->val_type() == efb::KernelTypes::Tensor) {
+    const auto* t = v->val_as_Tensor();
+    j["dtype"] = ScalarTypeName(static_cast<int>(t->scalar_type()));
+    json sizes = json::array();
+    if (t->sizes()) {
+      for (int32_t s : *t->sizes()) sizes.push_back(s);
+    }
+    j["sizes"] = sizes;
+    j["dynamism"] = efb::EnumNameTensorShapeDynamism(t->shape_dynamism());
+  }
+  return j;
+}
+
+std::string Human(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::ostringstream o;
+  if (u == 0) o << n << " B";
+  else o.precision(1), o << std::fixed << v << " " << units[u];
+  return o.str();
+}
+
+}  // namespace
+
+json FindingsJson(const std::vector<const Report*>& reports) {
+  json a = json::array();
+  for (const Report* r : reports) {
+    for (const auto& f : r->findings()) a.push_back(FindingJson(f));
+  }
+  return a;
+}
+
+json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+  json d;
+  d["file"] = pte.name();
+  d["format"] = "pte";
+  d["size"] = pte.file().size;
+  d["valid"] = pte.ok();
+  d["findings"] = ReportJson(pte.report());
+  json hdr;
+  if (pte.file().size >= 8) hdr["file_identifier"] = std::string(reinterpret_cast<const char*>(pte.file().data + 4), 4);
+  if (pte.header()) {
+    const auto& h = *pte.header();
+    hdr["extended_header"] = {{"magic", "eh00"},
+                              {"length", h.length},
+                              {"program_size", h.program_size},
+                              {"segment_base_offset", h.segment_base_offset}};
+    if (h.has_segment_data_size) hdr["extended_header"]["segment_data_size"] = h.segment_data_size;
+  } else {
+    hdr["extended_header"] = nullptr;
+  }
+  hdr["program_size"] = pte.program_size();
+  hdr["segment_base_offset"] = pte.segment_base_offset();
+  d["header"] = hdr;
+  const efb::Program* p = pte.program();
+  if (!p) return d;
+  d["version"] = p->version();
+
+  // Roles of segments.
+  std::map<size_t, std::string> role;
+  size_t nseg = pte.segments().size();
+  if (p->constant_segment() && p->constant_segment()->offsets() && p->constant_segment()->offsets()->size() > 0) {
+    role[p->constant_segment()->segment_index()] = "constants";
+  }
+  if (p->mutable_data_segments()) {
+    for (const auto* m : *p->mutable_data_segments()) role[m->segment_index()] = "mutable data";
+  }
+  if (p->named_data()) {
+    for (const auto* nd : *p->named_data()) {
+      if (nd->key()) role[nd->segment_index()] = "named data \"" + nd->key()->str() + "\"";
+    }
+  }
+
+  // Methods.
+  json methods = json::array();
+  std::map<uint32_t, std::pair<uint64_t, int>> buffer_refs;  // idx -> (nbytes, refs)
+  json external = json::array();
+  std::set<std::string> ptd_keys;
+  for (const PtdFile* ptd : ptds) {
+    for (const auto& e : ptd->entries()) ptd_keys.insert(e.key);
+  }
+  if (p->execution_plan()) {
+    for (const auto* plan : *p->execution_plan()) {
+      json m;
+      std::string mname = plan->name() ? plan->name()->str() : "";
+      m["name"] = mname;
+      json ins = json::array(), outs = json::array();
+      if (plan->inputs()) {
+        for (int32_t i : *plan->inputs()) ins.push_back(ValueSummary(*plan, i));
+      }
+      if (plan->outputs()) {
+        for (int32_t i : *plan->outputs()) outs.push_back(ValueSummary(*plan, i));
+      }
+      m["inputs"] = ins;
+      m["outputs"] = outs;
+      m["num_values"] = plan->values() ? plan->values()->size() : 0;
+      size_t ninstr = 0;
+      bool has_stack = false;
+      if (plan->chains()) {
+        for (const auto* ch : *plan->chains()) {
+          ninstr += ch->instructions() ? ch->instructions()->size() : 0;
+          has_stack = has_stack || ch->stacktrace();
+        }
+      }
+      m["num_chains"] = plan->chains() ? plan->chains()->size() : 0;
+      m["num_instructions"] = ninstr;
+      m["stacktraces"] = has_stack;
+      json ops = json::array();
+      if (plan->operators()) {
+        for (const auto* op : *plan->operators()) {
+          std::string n = op->name() ? op->name()->str() : "";
+          if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
+          ops.push_back(n);
+        }
+      }
+      m["operators"] = ops;
+      json dels = json::array();
+      if (plan->delegates()) {
+        for (const auto* dl : *plan->delegates()) {
+          json dj;
+          dj["backend_id"] = dl->id() ? dl->id()->str() : "";
+          if (const auto* pr = dl->processed()) {
+            bool seg = pr->location() == efb::DataLocation::SEGMENT;
+            dj["location"] = seg ? "segment" : "inline";
+            dj["index"] = pr->index();
+            if (seg && pr->index() < nseg) {
+              const auto& s = pte.segments()[pr->index()];
+              dj["file_offset"] = s.file_offset;
+              dj["size"] = s.size;
+              auto& r = role[pr->index()];
+              if (r.empty()) r = "delegate " + dj["backend_id"].get<std::string>();
+            } else if (!seg && p->backend_delegate_data() && pr->index() < p->backend_delegate_data()->size()) {
+              const auto* data = p->backend_delegate_data()->Get(pr->index())->data();
+              dj["size"] = data ? data->size() : 0;
+              if (data) dj["file_offset"] = static_cast<uint64_t>(data->data() - pte.file().data);
+            }
+          }
+          dj["compile_specs"] = dl->compile_specs() ? dl->compile_specs()->size() : 0;
+          dels.push_back(dj);
+        }
+      }
+      m["delegates"] = dels;
+      json ncbs = json::array();
+      if (plan->non_const_buffer_sizes()) {
+        for (int64_t s : *plan->non_const_buffer_sizes()) ncbs.push_back(s);
+      }
+      m["non_const_buffer_sizes"] = ncbs;
+      json mut_names = json::array();
+      if (plan->values()) {
+        for (uint32_t vi = 0; vi < plan->values()->size(); ++vi) {
+          const auto* v = plan->values()->Get(vi);
+          if (v->val_type() != efb::KernelTypes::Tensor) continue;
+          const auto* t = v->val_as_Tensor();
+          const auto* eti = t->extra_tensor_info();
+          if (eti && eti->location() == efb::TensorDataLocation::EXTERNAL) {
+            std::string key = eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : "";
+            json e{{"key", key}, {"method", mname}, {"value", vi}, {"mutable", t->allocation_info() != nullptr}};
+            if (!ptds.empty()) e["found"] = ptd_keys.count(key) > 0;
+            external.push_back(e);
+            continue;
+          }
+          if (eti && eti->fully_qualified_name() && t->allocation_info()) mut_names.push_back(eti->fully_qualified_name()->str());
+          if (t->data_buffer_idx() > 0 && !t->allocation_info()) {
+            auto nb = TensorNbytes(*t);
+            auto& br = buffer_refs[t->data_buffer_idx()];
+            br.first = std::max<uint64_t>(br.first, nb.value_or(0));
+            br.second++;
+          }
+        }
+      }
+      m["mutable_buffer_names"] = mut_names;
+      methods.push_back(m);
+    }
+  }
+  d["methods"] = methods;
+
+  json segs = json::array();
+  for (size_t i = 0; i < nseg; ++i) {
+    const auto& s = pte.segments()[i];
+    segs.push_back({{"index", i},
+                    {"offset", s.offset},
+                    {"file_offset", s.file_offset},
+                    {"size", s.size},
+                    {"alignment", AlignmentOf(s.file_offset)},
+                    {"role", role.count(i) ? role[i] : "unreferenced"}});
+  }
+  d["segments"] = segs;
+
+  json c;
+  const auto* cseg = p->constant_segment();
+  size_t noff = cseg && cseg->offsets() ? cseg->offsets()->size() : 0;
+  size_t ncb = p->constant_buffer() ? p->constant_buffer()->size() : 0;
+  c["storage"] = noff > 0 ? "segment" : (ncb > 0 ? "inline (legacy constant_buffer)" : "none");
+  c["count"] = noff > 0 ? noff : ncb;
+  json bufs = json::array();
+  uint64_t total = 0, saved = 0;
+  int shared = 0;
+  for (const auto& [idx, ref] : buffer_refs) {
+    json b{{"index", idx}, {"nbytes", ref.first}, {"tensors", ref.second}};
+    if (noff > 0 && idx < noff) {
+      uint64_t o = cseg->offsets()->Get(idx);
+      b["offset"] = o;
+      if (cseg->segment_index() < nseg) {
+        uint64_t fo = pte.segments()[cseg->segment_index()].file_offset + o;
+        b["file_offset"] = fo;
+        b["alignment"] = AlignmentOf(fo);
+      }
+    }
+    total += ref.first;
+    if (ref.second > 1) {
+      saved += ref.first * static_cast<uint64_t>(ref.second - 1);
+      ++shared;
+    }
+    bufs.push_back(b);
+  }
+  if (noff > 0 && cseg->segment_index() < nseg) c["segment_index"] = cseg->segment_index();
+  c["bytes"] = total;
+  c["buffers"] = bufs;
+  c["shared_buffers"] = shared;
+  // Tensors sharing one stored copy: what storing them separately would have cost.
+  c["dedup_bytes_saved"] = saved;
+  d["constants"] = c;
+
+  // Delegate blobs shared between delegates.
+  std::map<uint32_t, int> seg_users;
+  if (p->execution_plan()) {
+    for (const auto* plan : *p->execution_plan()) {
+      if (!plan->delegates()) continue;
+      for (const auto* dl : *plan->delegates()) {
+        if (dl->processed() && dl->processed()->location() == efb::DataLocation::SEGMENT) seg_users[dl->processed()->index()]++;
+      }
+    }
+  }
+  uint64_t dsaved = 0;
+  for (const auto& [si, n] : seg_users) {
+    if (n > 1 && si < nseg) dsaved += pte.segments()[si].size * static_cast<uint64_t>(n - 1);
+  }
+  d["delegate_dedup_bytes_saved"] = dsaved;
+
+  json nd = json::array();
+  if (p->named_data()) {
+    for (const auto* e : *p->named_data()) {
+      json j{{"key", e->key() ? e->key()->str() : ""}, {"segment", e->segment_index()}};
+      if (e->segment_index() < nseg) j["size"] = pte.segments()[e->segment_index()].size;
+      nd.push_back(j);
+    }
+  }
+  d["named_data"] = nd;
+  d["external_tensors"] = external;
+  json pj = json::array();
+  for (const PtdFile* ptd : ptds) pj.push_back(DescribePtd(*ptd));
+  d["ptd_files"] = pj;
+  return d;
+}
+
+json DescribePtd(const PtdFile& ptd) {
+  json d;
+  d["file"] = ptd.name();
+  d["format"] = "ptd";
+  d["size"] = ptd.file().size;
+  d["valid"] = ptd.ok();
+  d["findings"] = ReportJson(ptd.report());
+  const auto& h = ptd.header();
+  d["header"] = {{"flatbuffer_offset", h.flatbuffer_offset},
+                 {"flatbuffer_size", h.flatbuffer_size},
+                 {"segment_base_offset", h.segment_base_offset},
+                 {"segment_data_size", h.segment_data_size}};
+  d["layout"] = ptd.legacy() ? "legacy (before 2025-06)" : "current";
+  json segs = json::array();
+  for (size_t i = 0; i < ptd.segments().size(); ++i) {
+    const auto& s = ptd.segments()[i];
+    segs.push_back({{"index", i},
+                    {"offset", s.offset},
+                    {"file_offset", s.file_offset},
+                    {"size", s.size},
+                    {"alignment", AlignmentOf(s.file_offset)}});
+  }
+  d["segments"] = segs;
+  json entries = json::array();
+  for (const auto& e : ptd.entries()) {
+    json j{{"key", e.key}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
+    if (e.has_layout) {
+      j["dtype"] = ScalarTypeName(e.scalar_type);
+      j["sizes"] = e.sizes;
+    }
+    entries.push_back(j);
+  }
+  d["entries"] = entries;
+  return d;
+}
+
+namespace {
+
+void RenderFindings(std::ostringstream& o, const json& d) {
+  for (const auto& f : d["findings"]) {
+    o << "  " << f["severity"].get<std::string>() << " [" << f["code"].get<std::string>() << "]";
+    if (f.contains("offset")) o << " at offset " << f["offset"].get<uint64_t>();
+    o << ": " << f["message"].get<std::string>();
+    if (f.contains("expected") || f.contains("found")) {
+      o << " (expected " << f.value("expected", "-") << ", found " << f.value("found", "-") << ")";
+    }
+    o << "\n";
+  }
+}
+
+std::string Shape(const json& v) {
+  std::string s = v.value("kind", "?");
+  if (v.contains("dtype")) {
+    s = v["dtype"].get<std::string>() + "[";
+    bool first = true;
+    for (const auto& x : v["sizes"]) {
+      s += (first ? "" : ",") + std::to_string(x.get<int64_t>());
+      first = false;
+    }
+    s += "]";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RenderPteText(const json& d) {
+  std::ostringstream o;
+  o << d["file"].get<std::string>() << ": ExecuTorch program, " << Human(d["size"].get<uint64_t>()) << " ("
+    << d["size"].get<uint64_t>() << " bytes), " << (d["valid"].get<bool>() ? "valid" : "INVALID") << "\n";
+  if (!d["findings"].empty()) {
+    o << "findings:\n";
+    RenderFindings(o, d);
+  }
+  const auto& h = d["header"];
+  o << "header: file identifier " << h.value("file_identifier", std::string("?"));
+  if (h["extended_header"].is_null()) {
+    o << ", no extended header (no segments)\n";
+  } else {
+    const auto& e = h["extended_header"];
+    o << ", eh00 length " << e["length"].get<uint64_t>() << ", program size " << e["program_size"].get<uint64_t>()
+      << ", segment base offset " << e["segment_base_offset"].get<uint64_t>();
+    if (e.contains("segment_data_size")) o << ", segment data size " << e["segment_data_size"].get<uint64_t>();
+    o << "\n";
+  }
+  if (!d.contains("methods")) return o.str();
+  o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
+  for (const auto& m : d["methods"]) {
+    o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
+      << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
+      << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
+    o << "  inputs:";
+    for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
+    o << "\n  outputs:";
+    for (const auto& v : m["outputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
+    o << "\n  operators (" << m["operators"].size() << "):";
+    for (const auto& op : m["operators"]) o << " " << op.get<std::string>();
+    o << "\n";
+    for (const auto& dl : m["delegates"]) {
+      o << "  delegate " << dl["backend_id"].get<std::string>() << ": " << dl.value("location", std::string("?"))
+        << " #" << dl.value("index", 0u);
+      if (dl.contains("size")) o << ", " << dl["size"].get<uint64_t>() << " bytes";
+      if (dl.contains("file_offset")) o << " at file offset " << dl["file_offset"].get<uint64_t>();
+      o << "\n";
+    }
+    o << "  planned buffers:";
+    for (const auto& s : m["non_const_buffer_sizes"]) o << " " << s.get<int64_t>();
+    o << "\n";
+    if (!m["mutable_buffer_names"].empty()) {
+      o << "  mutable buffer names:";
+      for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();
+      o << "\n";
+    }
+  }
+  o << "segments (" << d["segments"].size() << "):\n";
+  for (const auto& s : d["segments"]) {
+    o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
+      << s["size"].get<uint64_t>() << ", aligned to " << s["alignment"].get<uint64_t>() << ": "
+      << s["role"].get<std::string>() << "\n";
+  }
+  const auto& c = d["constants"];
+  o << "constants: " << c["storage"].get<std::string>() << ", " << c["count"].get<uint64_t>() << " buffer(s), "
+    << Human(c["bytes"].get<uint64_t>()) << " used by tensors";
+  if (c["shared_buffers"].get<int>() > 0) {
+    o << "; " << c["shared_buffers"].get<int>() << " shared, dedup saved "
+      << Human(c["dedup_bytes_saved"].get<uint64_t>());
+  }
+  o << "\n";
+  for (const auto& b : c["buffers"]) {
+    o << "  buffer " << b["index"].get<uint64_t>() << ": " << b["nbytes"].get<uint64_t>() << " bytes";
+    if (b.contains("file_offset")) {
+      o << " at file offset " << b["file_offset"].get<uint64_t>() << " (aligned to " << b["alignment"].get<uint64_t>()
+        << ")";
+    }
+    if (b["tensors"].get<int>() > 1) o << ", shared by " << b["tensors"].get<int>() << " tensors";
+    o << "\n";
+  }
+  if (d["delegate_dedup_bytes_saved"].get<uint64_t>() > 0) {
+    o << "delegate blobs shared between delegates saved " << Human(d["delegate_dedup_bytes_saved"].get<uint64_t>())
+      << "\n";
+  }
+  if (!d["named_data"].empty()) {
+    o << "named data (" << d["named_data"].size() << "):\n";
+    for (const auto& n : d["named_data"]) {
+      o << "  \"" << n["key"].get<std::string>() << "\" -> segment " << n["segment"].get<uint64_t>();
+      if (n.contains("size")) o << ", " << n["size"].get<uint64_t>() << " bytes";
+      o << "\n";
+    }
+  }
+  if (!d["external_tensors"].empty()) {
+    o << "external tensors (" << d["external_tensors"].size() << "):\n";
+    for (const auto& e : d["external_tensors"]) {
+      o << "  \"" << e["key"].get<std::string>() << "\" (" << e["method"].get<std::string>() << " value "
+        << e["value"].get<uint64_t>() << (e["mutable"].get<bool>() ? ", mutable" : "") << ")";
+      if (e.contains("found")) o << (e["found"].get<bool>() ? " found in .ptd" : " MISSING from the .ptd files");
+      o << "\n";
+    }
+  }
+  for (const auto& p : d["ptd_files"]) o << RenderPtdText(p);
+  return o.str();
+}
+
+std::string RenderPtdText(const json& d) {
+  std::ostringstream o;
+  o << d["file"].get<std::string>() << ": FlatTensor data, " << Human(d["size"].get<uint64_t>()) << " ("
+    << d["size"].get<uint64_t>() << " bytes), " << d["layout"].get<std::string>() << " layout, "
+    << (d["valid"].get<bool>() ? "valid" : "INVALID") << "\n";
+  if (!d["findings"].empty()) {
+    o << "findings:\n";
+    RenderFindings(o, d);
+  }
+  const auto& h = d["header"];
+  o << "header: FH01, flatbuffer " << h["flatbuffer_size"].get<uint64_t>() << " bytes, segment base offset "
+    << h["segment_base_offset"].get<uint64_t>() << ", segment data size " << h["segment_data_size"].get<uint64_t>()
+    << "\n";
+  o << "segments (" << d["segments"].size() << "):\n";
+  for (const auto& s : d["segments"]) {
+    o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
+      << s["size"].get<uint64_t>() << ", aligned to " << s["alignment"].get<uint64_t>() << "\n";
+  }
+  o << "entries (" << d["entries"].size() << "):\n";
+  for (const auto& e : d["entries"]) {
+    o << "  \"" << e["key"].get<std::string>() << "\": segment " << e["segment"].get<uint64_t>() << " + "
+      << e["offset"].get<uint64_t>() << ", " << e["size"].get<uint64_t>() << " bytes";
+    if (e.contains("dtype")) {
+      o << ", " << Shape(json{{"dtype", e["dtype"]}, {"sizes", e["sizes"]}});
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace ptepack

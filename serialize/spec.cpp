@@ -1,0 +1,179 @@
+#include "serialize/spec.h"
+
+#include <flatbuffers/idl.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "serialize/error.h"
+#include "serialize/pte_reader.h"
+
+namespace ptepack::schema {
+extern const uint8_t k_program_bfbs[];
+extern const size_t k_program_bfbs_size;
+}  // namespace ptepack::schema
+
+namespace ptepack {
+
+namespace {
+
+std::unique_ptr<flatbuffers::Parser> ProgramParser() {
+  flatbuffers::IDLOptions opts;
+  opts.strict_json = true;
+  auto p = std::make_unique<flatbuffers::Parser>(opts);
+  if (!p->Deserialize(schema::k_program_bfbs, schema::k_program_bfbs_size)) {
+    throw Error("internal-schema", "cannot load the embedded program schema");
+  }
+  return p;
+}
+
+[[noreturn]] void BadSpec(const std::string& where, const std::string& msg) {
+  Finding f;
+  f.code = "bad-spec";
+  f.file = where;
+  f.message = msg;
+  throw Error(std::move(f));
+}
+
+Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& what) {
+  if (j.contains("file")) {
+    std::string p = j["file"].get<std::string>();
+    if (p.empty() || p[0] != '/') p = base + "/" + p;
+    auto m = MappedFile::Open(p);
+    uint64_t off = j.value("offset", uint64_t{0});
+    uint64_t size = j.contains("size") ? j["size"].get<uint64_t>() : (m->size() >= off ? m->size() - off : 0);
+    if (off > m->size() || size > m->size() - off) {
+      BadSpec(p, what + ": range " + std::to_string(off) + "+" + std::to_string(size) + " is outside the file (" +
+                     std::to_string(m->size()) + " bytes)");
+    }
+    return m->View(off, size);
+  }
+  if (j.contains("hex")) {
+    std::string h = j["hex"].get<std::string>();
+    if (h.size() % 2) BadSpec(base, what + ": hex string has an odd length");
+    std::vector<uint8_t> v(h.size() / 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      try {
+        v[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+      } catch (...) {
+        BadSpec(base, what + ": bad hex at character " + std::to_string(2 * i));
+      }
+    }
+    return Bytes::Own(std::move(v));
+  }
+  if (j.contains("zeros")) return Bytes::Own(std::vector<uint8_t>(j["zeros"].get<uint64_t>(), 0));
+  BadSpec(base, what + ": expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
+}
+
+}  // namespace
+
+Package PackageFromSpecJson(const std::string& text, const std::string& base) {
+  nlohmann::json spec;
+  try {
+    spec = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    Finding f;
+    f.code = "bad-spec";
+    f.file = base;
+    f.offset = e.byte;
+    f.message = std::string("not valid JSON: ") + e.what();
+    throw Error(std::move(f));
+  }
+  if (!spec.is_object() || !spec.contains("program")) BadSpec(base, "spec must be an object with a \"program\"");
+  auto parser = ProgramParser();
+  std::string program_json = spec["program"].dump();
+  if (!parser->Parse(program_json.c_str())) BadSpec(base, "program does not match program.fbs: " + parser->error_);
+  std::vector<uint8_t> fbb(parser->builder_.GetBufferPointer(),
+                           parser->builder_.GetBufferPointer() + parser->builder_.GetSize());
+  {
+    flatbuffers::Verifier v(fbb.data(), fbb.size());
+    if (!executorch_flatbuffer::VerifyProgramBuffer(v)) BadSpec(base, "program failed verification after parsing");
+  }
+  Bytes owned = Bytes::Own(std::move(fbb));
+  Package pkg;
+  pkg.program = fb::Decode(prog::S(), owned.data, owned.size, owned.owner);
+  fb::Table& p = *pkg.program;
+  if (spec.contains("constants")) {
+    auto& cb = prog::F(p, "constant_buffer");
+    if (!cb.elems.empty()) BadSpec(base, "give constants either in program.constant_buffer or in \"constants\"");
+    std::vector<fb::Value> bufs;
+    auto placeholder = prog::New("Buffer");
+    prog::F(*placeholder, "storage") = fb::ScalarVector(reflection::UByte, Bytes{});
+    bufs.push_back(fb::TableValue(placeholder));
+    for (size_t i = 0; i < spec["constants"].size(); ++i) {
+      auto b = prog::New("Buffer");
+      prog::F(*b, "storage") =
+          fb::ScalarVector(reflection::UByte, Data(spec["constants"][i], base, "constants[" + std::to_string(i) + "]"));
+      bufs.push_back(fb::TableValue(b));
+    }
+    cb = fb::OffsetVector(std::move(bufs), reflection::Obj);
+  }
+  if (spec.contains("delegate_data")) {
+    auto& bdd = prog::F(p, "backend_delegate_data");
+    std::vector<fb::Value> items;
+    for (size_t i = 0; i < spec["delegate_data"].size(); ++i) {
+      auto d = prog::New("BackendDelegateInlineData");
+      prog::F(*d, "data") =
+          fb::ScalarVector(reflection::UByte, Data(spec["delegate_data"][i], base, "delegate_data[" + std::to_string(i) + "]"));
+      items.push_back(fb::TableValue(d));
+    }
+    bdd = fb::OffsetVector(std::move(items), reflection::Obj);
+  }
+  if (spec.contains("mutable_data")) {
+    std::vector<Bytes> m;
+    for (size_t i = 0; i < spec["mutable_data"].size(); ++i) {
+      m.push_back(Data(spec["mutable_data"][i], base, "mutable_data[" + std::to_string(i) + "]"));
+    }
+    pkg.mutable_data = std::move(m);
+  }
+  if (spec.contains("named_data")) {
+    for (const auto& e : spec["named_data"]) {
+      NamedBlob b;
+      b.key = e.at("key").get<std::string>();
+      b.alignment = e.value("alignment", uint64_t{1});
+      b.data = Data(e, base, "named_data \"" + b.key + "\"");
+      pkg.named_data.push_back(std::move(b));
+    }
+  }
+  if (spec.contains("external")) {
+    for (auto it = spec["external"].begin(); it != spec["external"].end(); ++it) {
+      ExternalFile ef;
+      ef.tag = it.key();
+      for (const auto& e : it.value()) {
+        NamedBlob b;
+        b.key = e.at("key").get<std::string>();
+        b.alignment = e.value("alignment", uint64_t{1});
+        b.data = Data(e, base, ef.tag + ".ptd \"" + b.key + "\"");
+        ef.entries.push_back(std::move(b));
+      }
+      pkg.external.push_back(std::move(ef));
+    }
+  }
+  return pkg;
+}
+
+Package LoadSpec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) BadSpec(path, "cannot open spec file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string base = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
+  try {
+    return PackageFromSpecJson(ss.str(), base);
+  } catch (const nlohmann::json::exception& e) {
+    BadSpec(path, std::string("malformed spec: ") + e.what());
+  }
+}
+
+std::string ProgramToJson(const PteFile& pte) {
+  if (!pte.program()) throw Error("flatbuffer-invalid", pte.name() + ": no valid program");
+  auto parser = ProgramParser();
+  std::string out;
+  if (!flatbuffers::GenerateText(*parser, pte.file().data, &out)) {
+    throw Error("internal-json", "cannot print program as JSON");
+  }
+  return out;
+}
+
+}  // namespace ptepack

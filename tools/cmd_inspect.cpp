@@ -1,0 +1,117 @@
+// `ptepack inspect` and `ptepack verify`.
+#include <iostream>
+
+#include "serialize/describe.h"
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_reader.h"
+#include "tools/commands.h"
+
+namespace ptepack::cli {
+namespace {
+
+bool IsPtd(const std::string& path) {
+  auto m = MappedFile::Open(path);
+  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
+}
+
+struct Loaded {
+  std::unique_ptr<PteFile> pte;
+  std::unique_ptr<PtdFile> lone_ptd;  // when FILE itself is a .ptd
+  std::vector<std::unique_ptr<PtdFile>> ptds;
+  std::vector<const PtdFile*> ptd_ptrs() const {
+    std::vector<const PtdFile*> v;
+    for (const auto& p : ptds) v.push_back(p.get());
+    return v;
+  }
+};
+
+Loaded Load(const std::string& file, const std::vector<std::string>& ptd_paths, const ReadOptions& ro) {
+  Loaded l;
+  if (IsPtd(file)) {
+    l.lone_ptd = PtdFile::Open(file, ro);
+    return l;
+  }
+  l.pte = PteFile::Open(file, ro);
+  for (const auto& p : ptd_paths) l.ptds.push_back(PtdFile::Open(p, ro));
+  if (!ptd_paths.empty()) l.pte->CheckExternalKeys(l.ptd_ptrs());
+  return l;
+}
+
+struct Common {
+  std::string file;
+  std::vector<std::string> ptds;
+  bool json = false;
+  uint64_t segment_alignment = 0;
+  uint64_t tensor_alignment = 0;
+};
+
+void AddCommon(CLI::App* c, Common& o) {
+  c->add_option("FILE", o.file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
+  c->add_option("--ptd", o.ptds, "External data file(s) the program refers to; checks every external key")
+      ->check(CLI::ExistingFile);
+  c->add_flag("--json", o.json, "Print machine-readable JSON instead of text");
+  c->add_option("--segment-alignment", o.segment_alignment,
+                "Also require every segment to start at a multiple of N");
+  c->add_option("--tensor-alignment", o.tensor_alignment,
+                "Also require every constant tensor to start at a multiple of N within its segment");
+}
+
+}  // namespace
+
+void RegisterInspect(CLI::App& app) {
+  auto o = std::make_shared<Common>();
+  auto* c = app.add_subcommand("inspect",
+                               "Explain a file's layout: header fields, methods with inputs and outputs, "
+                               "operators, delegates and where their data lives, segments, constants with "
+                               "offsets and alignment, named data, external keys, mutable buffer names, "
+                               "stack traces. Problems found are listed too.");
+  AddCommon(c, *o);
+  c->callback([o]() {
+    ReadOptions ro;
+    ro.segment_alignment = o->segment_alignment;
+    ro.tensor_alignment = o->tensor_alignment;
+    Loaded l = Load(o->file, o->ptds, ro);
+    nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
+    if (o->json) {
+      std::cout << d.dump(2) << "\n";
+    } else {
+      std::cout << (l.pte ? RenderPteText(d) : RenderPtdText(d));
+    }
+    bool ok = l.pte ? l.pte->ok() : l.lone_ptd->ok();
+    for (const auto& p : l.ptds) ok = ok && p->ok();
+    g_exit = ok ? kOk : kInvalid;
+  });
+}
+
+void RegisterVerify(CLI::App& app) {
+  auto o = std::make_shared<Common>();
+  auto* c = app.add_subcommand("verify",
+                               "Check a file: headers, FlatBuffers verifier, every segment, offset, size, "
+                               "alignment, index and string. Exits 0 if valid, 1 with the problems otherwise.");
+  AddCommon(c, *o);
+  c->callback([o]() {
+    ReadOptions ro;
+    ro.segment_alignment = o->segment_alignment;
+    ro.tensor_alignment = o->tensor_alignment;
+    Loaded l = Load(o->file, o->ptds, ro);
+    std::vector<const Report*> reports;
+    if (l.pte) reports.push_back(&l.pte->report());
+    if (l.lone_ptd) reports.push_back(&l.lone_ptd->report());
+    for (const auto& p : l.ptds) reports.push_back(&p->report());
+    bool ok = true;
+    for (const Report* r : reports) ok = ok && r->ok();
+    if (o->json) {
+      nlohmann::json j{{"file", o->file}, {"valid", ok}, {"findings", FindingsJson(reports)}};
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const Report* r : reports) {
+        for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
+      }
+      if (ok) std::cout << o->file << ": OK\n";
+      else std::cerr << o->file << ": INVALID\n";
+    }
+    g_exit = ok ? kOk : kInvalid;
+  });
+}
+
+}  // namespace ptepack::cli
