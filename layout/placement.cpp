@@ -55,6 +55,8 @@ bool AllDefault(const fb::Table& t) {
 
 }  // namespace
 
+void MoveExternal(Package& pkg, const BackendConfig& cfg);
+
 void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
   fb::Table& p = *pkg.program;
   if (!cfg.emit_stacktrace) {
@@ -73,7 +75,19 @@ void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
   }
 
   const bool want_const = cfg.external_constants || static_cast<bool>(cfg.external_constants_fn);
-  if (!want_const && !cfg.external_mutable_weights) return;
+  if (want_const || cfg.external_mutable_weights) MoveExternal(pkg, cfg);
+  // Names on constants that stay in the program were only placement hints
+  // (ExecuTorch writes names only for external tensors and mutable buffers).
+  ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
+    auto& eti = F(t, "extra_tensor_info");
+    if (!eti.table || F(t, "allocation_info").table || fb::AsUInt(F(*eti.table, "location")) != 0) return;
+    F(*eti.table, "fully_qualified_name") = fb::Value{};
+    if (AllDefault(*eti.table)) eti = fb::Value{};
+  });
+}
+
+void MoveExternal(Package& pkg, const BackendConfig& cfg) {
+  fb::Table& p = *pkg.program;
 
   auto& cb = F(p, "constant_buffer");
   std::vector<bool> still_used(cb.elems.size(), false);

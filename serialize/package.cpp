@@ -119,7 +119,8 @@ Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& pt
   ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
     uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
     const auto& eti = F(t, "extra_tensor_info");
-    if (idx == 0 || eti.table) return;  // external or mutable: not in the constant segment
+    bool external = eti.table && fb::AsUInt(F(*eti.table, "location")) == 1;
+    if (idx == 0 || external || F(t, "allocation_info").table) return;  // not in the constant segment
     need[idx] = std::max(need[idx], TensorNbytes(t));
   });
 
@@ -213,22 +214,33 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
 
 namespace {
 
-// Largest power of two <= cap that `base` is consistent with, preferring 128.
-uint64_t InferSegmentAlignment(uint64_t start, uint64_t base, const std::vector<SegmentSpan>& segs) {
-  auto consistent = [&](uint64_t a) {
+// The segment alignment that reproduces `base` and every segment offset
+// exactly when segments are re-placed (segments flagged in `own_alignment`
+// may carry a larger alignment of their own, like named blobs). Prefers
+// ExecuTorch's default 128.
+uint64_t InferSegmentAlignment(uint64_t start, uint64_t base, const std::vector<SegmentSpan>& segs,
+                               const std::vector<bool>& own_alignment) {
+  auto exact = [&](uint64_t a) {
     if (AlignUp(start, a) != base) return false;
     uint64_t prev = 0;
-    for (const auto& s : segs) {
-      if (AlignUp(prev, a) > s.offset) return false;
-      prev = s.offset + s.size;
+    for (size_t i = 0; i < segs.size(); ++i) {
+      uint64_t want = AlignUp(prev, a);
+      if (segs[i].offset != want) {
+        bool ok = false;
+        if (i < own_alignment.size() && own_alignment[i]) {
+          for (uint64_t x = a * 2; x <= (1ull << 20) && !ok; x <<= 1) ok = AlignUp(prev, x) == segs[i].offset;
+        }
+        if (!ok) return false;
+      }
+      prev = segs[i].offset + segs[i].size;
     }
     return true;
   };
-  if (consistent(128)) return 128;
+  if (exact(128)) return 128;
   for (uint64_t a = 1ull << 16; a >= 1; a >>= 1) {
-    if (consistent(a)) return a;
+    if (exact(a)) return a;
   }
-  return 1;
+  return 128;
 }
 
 }  // namespace
@@ -277,7 +289,13 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
   (void)ext_mut;
 
   if (pte.segment_base_offset() != 0) {
-    c.segment_alignment = InferSegmentAlignment(pte.program_size(), pte.segment_base_offset(), pte.segments());
+    std::vector<bool> own(pte.segments().size(), false);
+    if (program->named_data()) {
+      for (const auto* nd : *program->named_data()) {
+        if (nd->segment_index() < own.size()) own[nd->segment_index()] = true;
+      }
+    }
+    c.segment_alignment = InferSegmentAlignment(pte.program_size(), pte.segment_base_offset(), pte.segments(), own);
   }
   // Constant tensor alignment from the gaps between constants.
   const auto& cb = F(*pkg.program, "constant_buffer").elems;
@@ -316,7 +334,9 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
       fb_end = ptd->header().flatbuffer_offset +
                AlignUp(ptd->header().flatbuffer_size, std::max<uint32_t>(1, ptd->legacy_tensor_alignment()));
     }
-    c.ptd_segment_alignment = InferSegmentAlignment(fb_end, ptd->header().segment_base_offset, ptd->segments());
+    std::vector<bool> own(ptd->segments().size(), true);
+    c.ptd_segment_alignment =
+        InferSegmentAlignment(fb_end, ptd->header().segment_base_offset, ptd->segments(), own);
     for (auto& ef : pkg.external) {
       const auto& entries = ptd->entries();
       for (size_t i = 0; i < ef.entries.size() && i < entries.size(); ++i) {
@@ -336,14 +356,25 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
 
   // Which producer's byte layout matches? Try each (and, for legacy inline
   // constants, the alignments that were in use then).
-  std::vector<std::optional<uint64_t>> tensor_aligns{c.constant_tensor_alignment};
-  if (c.inline_constants) tensor_aligns = {std::nullopt, 32, 8, 64, 4, 1, 128};
+  // The header padding shows the largest force_align in effect, which the
+  // constants alone may not reveal: try larger tensor (or delegate) alignments.
+  bool ta_known = !c.inline_constants && program->constant_segment() && program->constant_segment()->offsets() &&
+                  program->constant_segment()->offsets()->size() > 1;
+  std::vector<std::pair<std::optional<uint64_t>, std::optional<uint64_t>>> aligns{{c.constant_tensor_alignment, {}}};
+  if (c.inline_constants) {
+    for (uint64_t a : {32, 8, 64, 4, 1, 128}) aligns.push_back({a, {}});
+  }
+  for (uint64_t a = 32; a <= 4096; a <<= 1) {
+    if (ta_known) aligns.push_back({c.constant_tensor_alignment, a});
+    else aligns.push_back({a, {}});
+  }
   Bytes original = pte.file().Sub(0, pte.program_size());
-  for (auto ta : tensor_aligns) {
+  for (const auto& [ta, da] : aligns) {
     for (fb::Order order : {fb::Order::kFlatc, fb::Order::kPythonObjectApi, fb::Order::kFlatcLegacy}) {
       BackendConfig trial = c;
       trial.flatbuffer_order = order;
       trial.constant_tensor_alignment = ta;
+      trial.delegate_alignment = da;
       try {
         PteLayout l = LayoutPte(pkg, trial);
         if (l.head.size() == original.size && std::memcmp(l.head.data(), original.data, original.size) == 0) {
