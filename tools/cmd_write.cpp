@@ -120,7 +120,7 @@ void RegisterRepack(CLI::App& app) {
     std::string in, out;
     std::vector<std::string> ptds;
     Overrides ov;
-    bool in_place = false, json = false, quiet = false;
+    bool in_place = false, json = false, quiet = false, upgrade_ptd = false;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -132,6 +132,9 @@ void RegisterRepack(CLI::App& app) {
   c->add_option("--ptd", o->ptds, "The input's .ptd files")->check(CLI::ExistingFile);
   c->add_option("-o,--output", o->out, "Output .pte")->required();
   AddOverrides(c, o->ov);
+  c->add_flag("--upgrade-ptd", o->upgrade_ptd,
+              "Rewrite .ptd files in the legacy (pre June 2025) FlatTensor layout in the current layout, which "
+              "current ExecuTorch runtimes require");
   c->add_flag("--in-place", o->in_place, "Allow the output to replace an input file");
   c->add_flag("--json", o->json, "Print a JSON summary");
   c->add_flag("-q,--quiet", o->quiet, "No progress or summary on stderr");
@@ -141,6 +144,12 @@ void RegisterRepack(CLI::App& app) {
     InferredConfig inf = InferConfig(*in.pte, pkg, in.ptrs);
     BackendConfig cfg = inf.config;
     Apply(o->ov, cfg);
+    if (o->upgrade_ptd) {
+      for (auto& ef : pkg.external) {
+        ef.legacy = false;
+        for (auto& e : ef.entries) e.legacy_tensor = false;
+      }
+    }
     WriteOptions wo{in.paths, o->in_place, ProgressPrinter(o->quiet)};
     WriteResult r = WritePackage(pkg, cfg, o->out, wo);
     nlohmann::json j;
