@@ -86,10 +86,19 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
     get_u64(k, &v);
     *out = v;
   };
-  static const char* kKnown[] = {"extract_delegate_segments", "segment_alignment", "constant_tensor_alignment",
-                                 "delegate_alignment", "external_constants", "external_mutable_weights",
-                                 "emit_mutable_buffer_names", "emit_stacktrace", "dynamic_memory_planning_mode",
-                                 "external_tag", "ptd_segment_alignment", "flatbuffer_order", "inline_constants",
+  static const char* kKnown[] = {"extract_delegate_segments",
+                                 "segment_alignment",
+                                 "constant_tensor_alignment",
+                                 "delegate_alignment",
+                                 "external_constants",
+                                 "external_mutable_weights",
+                                 "emit_mutable_buffer_names",
+                                 "emit_stacktrace",
+                                 "dynamic_memory_planning_mode",
+                                 "external_tag",
+                                 "ptd_segment_alignment",
+                                 "flatbuffer_order",
+                                 "inline_constants",
                                  "legacy_extended_header"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
@@ -116,10 +125,15 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
   get_bool("emit_mutable_buffer_names", &c.emit_mutable_buffer_names);
   get_bool("emit_stacktrace", &c.emit_stacktrace);
   if (j.contains("dynamic_memory_planning_mode")) {
-    std::string m = j["dynamic_memory_planning_mode"].is_string() ? j["dynamic_memory_planning_mode"].get<std::string>() : "";
-    if (m == "UPPER_BOUND") c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
-    else if (m == "SYMBOLIC") c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
-    else Bad("dynamic_memory_planning_mode", "must be \"UPPER_BOUND\" or \"SYMBOLIC\"", j["dynamic_memory_planning_mode"].dump());
+    std::string m =
+        j["dynamic_memory_planning_mode"].is_string() ? j["dynamic_memory_planning_mode"].get<std::string>() : "";
+    if (m == "UPPER_BOUND")
+      c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
+    else if (m == "SYMBOLIC")
+      c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
+    else
+      Bad("dynamic_memory_planning_mode", "must be \"UPPER_BOUND\" or \"SYMBOLIC\"",
+          j["dynamic_memory_planning_mode"].dump());
   }
   if (j.contains("external_tag")) {
     if (!j["external_tag"].is_string()) Bad("external_tag", "must be a string", j["external_tag"].dump());

@@ -16,9 +16,9 @@ namespace ptepack {
 
 // What a tagging callback sees of a constant tensor.
 struct ConstantTensorInfo {
-  std::string method;         // execution plan name
-  uint32_t value_index = 0;   // index in the plan's values
-  std::string name;           // fully qualified name if the program has one, else ""
+  std::string method;        // execution plan name
+  uint32_t value_index = 0;  // index in the plan's values
+  std::string name;          // fully qualified name if the program has one, else ""
   int scalar_type = 0;
   std::vector<int32_t> sizes;
   uint64_t nbytes = 0;

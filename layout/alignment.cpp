@@ -12,9 +12,7 @@ uint64_t PaddingRequired(uint64_t offset, uint64_t alignment) {
   return r == 0 ? 0 : alignment - r;
 }
 
-uint64_t AlignUp(uint64_t offset, uint64_t alignment) {
-  return CheckedAdd(offset, PaddingRequired(offset, alignment));
-}
+uint64_t AlignUp(uint64_t offset, uint64_t alignment) { return CheckedAdd(offset, PaddingRequired(offset, alignment)); }
 
 uint64_t Lcm(uint64_t a, uint64_t b) { return std::lcm(a == 0 ? 1 : a, b == 0 ? 1 : b); }
 

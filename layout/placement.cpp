@@ -37,8 +37,8 @@ void AddEntry(ExternalFile& f, NamedBlob b) {
   for (const auto& e : f.entries) {
     if (e.key == b.key) {
       if (!e.data.Equals(b.data)) {
-        throw Error("duplicate-key", "external key \"" + b.key + "\" is used for two different tensors in " +
-                                         f.tag + ".ptd");
+        throw Error("duplicate-key",
+                    "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
       }
       return;
     }
@@ -121,8 +121,10 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
       tag = cfg.external_tag;
     }
     if (!tag) {
-      if (is_mutable) mut_used[idx] = true;
-      else if (idx < still_used.size()) still_used[idx] = true;
+      if (is_mutable)
+        mut_used[idx] = true;
+      else if (idx < still_used.size())
+        still_used[idx] = true;
       return;
     }
     Bytes data;
@@ -134,8 +136,7 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
       moved_const[static_cast<uint32_t>(idx)] = true;
     }
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
-    std::string key = !info.name.empty() ? info.name
-                                         : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
+    std::string key = !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
     NamedBlob b{key, data, cfg.tensor_alignment(), LayoutFor(t)};
     AddEntry(FileFor(pkg, *tag), std::move(b));
     if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));

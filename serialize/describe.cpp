@@ -60,8 +60,10 @@ std::string Human(uint64_t n) {
     ++u;
   }
   std::ostringstream o;
-  if (u == 0) o << n << " B";
-  else o.precision(1), o << std::fixed << v << " " << units[u];
+  if (u == 0)
+    o << n << " B";
+  else
+    o.precision(1), o << std::fixed << v << " " << units[u];
   return o.str();
 }
 
@@ -204,7 +206,8 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
             external.push_back(e);
             continue;
           }
-          if (eti && eti->fully_qualified_name() && t->allocation_info()) mut_names.push_back(eti->fully_qualified_name()->str());
+          if (eti && eti->fully_qualified_name() && t->allocation_info())
+            mut_names.push_back(eti->fully_qualified_name()->str());
           if (t->data_buffer_idx() > 0 && !t->allocation_info()) {
             auto nb = TensorNbytes(*t);
             auto& br = buffer_refs[t->data_buffer_idx()];
@@ -272,7 +275,8 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
     for (const auto* plan : *p->execution_plan()) {
       if (!plan->delegates()) continue;
       for (const auto* dl : *plan->delegates()) {
-        if (dl->processed() && dl->processed()->location() == efb::DataLocation::SEGMENT) seg_users[dl->processed()->index()]++;
+        if (dl->processed() && dl->processed()->location() == efb::DataLocation::SEGMENT)
+          seg_users[dl->processed()->index()]++;
       }
     }
   }

@@ -34,8 +34,8 @@ Error::Error(std::string code, std::string message)
 
 namespace ptepack {
 
-void Report::Add(Finding::Severity sev, std::string code, std::string message,
-                 std::optional<uint64_t> offset, std::string expected, std::string found) {
+void Report::Add(Finding::Severity sev, std::string code, std::string message, std::optional<uint64_t> offset,
+                 std::string expected, std::string found) {
   // Hostile files can trigger the same finding many times; keep reports bounded.
   if (findings_.size() >= 1000) return;
   Finding f;

@@ -23,8 +23,8 @@ fb::Value I32(int32_t v) { return fb::UIntValue(reflection::Int, static_cast<uin
 fb::Value Objs(std::vector<fb::Value> v) { return fb::OffsetVector(std::move(v), reflection::Obj); }
 
 uint8_t KernelTypeTag(const char* kind) {
-  static const char* kNames[] = {"NONE", "Null", "Int", "Bool", "Double", "Tensor", "String",
-                                 "IntList", "DoubleList", "BoolList", "TensorList", "OptionalTensorList"};
+  static const char* kNames[] = {"NONE",   "Null",    "Int",        "Bool",     "Double",     "Tensor",
+                                 "String", "IntList", "DoubleList", "BoolList", "TensorList", "OptionalTensorList"};
   for (uint8_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
     if (std::string(kNames[i]) == kind) return i;
   }
@@ -118,8 +118,8 @@ uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes da
   auto t = TensorTable(spec);
   uint64_t nbytes = TensorNbytes(*t);
   if (nbytes != data.size) {
-    throw Error("bad-program", "constant \"" + name + "\" has " + std::to_string(data.size) + " bytes but its shape needs " +
-                                   std::to_string(nbytes));
+    throw Error("bad-program", "constant \"" + name + "\" has " + std::to_string(data.size) +
+                                   " bytes but its shape needs " + std::to_string(nbytes));
   }
   F(*t, "data_buffer_idx") = U(reflection::UInt, owner_->AddConstant(std::move(data)));
   uint32_t vi = AddValue("Tensor", t);
@@ -136,7 +136,8 @@ uint32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std
   if (!spec.planned) throw Error("bad-program", "mutable buffer \"" + name + "\" must be memory planned");
   auto t = TensorTable(spec);
   if (initial) {
-    if (initial->size != TensorNbytes(*t)) throw Error("bad-program", "mutable buffer \"" + name + "\" data size mismatch");
+    if (initial->size != TensorNbytes(*t))
+      throw Error("bad-program", "mutable buffer \"" + name + "\" data size mismatch");
     F(*t, "data_buffer_idx") = U(reflection::UInt, owner_->AddMutable(std::move(*initial)));
   }
   auto eti = New("ExtraTensorInfo");

@@ -39,14 +39,32 @@ std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& fb, const std::vec
 
 size_t ScalarTypeSize(int t) {
   switch (t) {
-    case 0: case 1: case 11: case 12: case 13: case 16: case 17:
-    case 23: case 24: case 25: case 26:
+    case 0:
+    case 1:
+    case 11:
+    case 12:
+    case 13:
+    case 16:
+    case 17:
+    case 23:
+    case 24:
+    case 25:
+    case 26:
       return 1;
-    case 2: case 5: case 15: case 22: case 27:
+    case 2:
+    case 5:
+    case 15:
+    case 22:
+    case 27:
       return 2;
-    case 3: case 6: case 14: case 28:
+    case 3:
+    case 6:
+    case 14:
+    case 28:
       return 4;
-    case 4: case 7: case 29:
+    case 4:
+    case 7:
+    case 29:
       return 8;
     default:
       return 0;
@@ -55,30 +73,54 @@ size_t ScalarTypeSize(int t) {
 
 const char* ScalarTypeName(int t) {
   switch (t) {
-    case 0: return "BYTE";
-    case 1: return "CHAR";
-    case 2: return "SHORT";
-    case 3: return "INT";
-    case 4: return "LONG";
-    case 5: return "HALF";
-    case 6: return "FLOAT";
-    case 7: return "DOUBLE";
-    case 11: return "BOOL";
-    case 12: return "QINT8";
-    case 13: return "QUINT8";
-    case 14: return "QINT32";
-    case 15: return "BFLOAT16";
-    case 16: return "QUINT4X2";
-    case 17: return "QUINT2X4";
-    case 22: return "BITS16";
-    case 23: return "FLOAT8E5M2";
-    case 24: return "FLOAT8E4M3FN";
-    case 25: return "FLOAT8E5M2FNUZ";
-    case 26: return "FLOAT8E4M3FNUZ";
-    case 27: return "UINT16";
-    case 28: return "UINT32";
-    case 29: return "UINT64";
-    default: return "UNKNOWN";
+    case 0:
+      return "BYTE";
+    case 1:
+      return "CHAR";
+    case 2:
+      return "SHORT";
+    case 3:
+      return "INT";
+    case 4:
+      return "LONG";
+    case 5:
+      return "HALF";
+    case 6:
+      return "FLOAT";
+    case 7:
+      return "DOUBLE";
+    case 11:
+      return "BOOL";
+    case 12:
+      return "QINT8";
+    case 13:
+      return "QUINT8";
+    case 14:
+      return "QINT32";
+    case 15:
+      return "BFLOAT16";
+    case 16:
+      return "QUINT4X2";
+    case 17:
+      return "QUINT2X4";
+    case 22:
+      return "BITS16";
+    case 23:
+      return "FLOAT8E5M2";
+    case 24:
+      return "FLOAT8E4M3FN";
+    case 25:
+      return "FLOAT8E5M2FNUZ";
+    case 26:
+      return "FLOAT8E4M3FNUZ";
+    case 27:
+      return "UINT16";
+    case 28:
+      return "UINT32";
+    case 29:
+      return "UINT64";
+    default:
+      return "UNKNOWN";
   }
 }
 

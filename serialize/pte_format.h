@@ -64,8 +64,7 @@ std::vector<uint8_t> EncodeFlatTensorHeader(const FlatTensorHeader& h);
 
 // Inserts `header` (already padded) after the first 8 bytes of a finished
 // flatbuffer and fixes up the root offset.
-std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& flatbuffer,
-                                  const std::vector<uint8_t>& header);
+std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& flatbuffer, const std::vector<uint8_t>& header);
 
 // Element size in bytes of an executorch ScalarType value, 0 if unknown.
 size_t ScalarTypeSize(int scalar_type);

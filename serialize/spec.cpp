@@ -114,8 +114,8 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
     std::vector<fb::Value> items;
     for (size_t i = 0; i < spec["delegate_data"].size(); ++i) {
       auto d = prog::New("BackendDelegateInlineData");
-      prog::F(*d, "data") =
-          fb::ScalarVector(reflection::UByte, Data(spec["delegate_data"][i], base, "delegate_data[" + std::to_string(i) + "]"));
+      prog::F(*d, "data") = fb::ScalarVector(
+          reflection::UByte, Data(spec["delegate_data"][i], base, "delegate_data[" + std::to_string(i) + "]"));
       items.push_back(fb::TableValue(d));
     }
     bdd = fb::OffsetVector(std::move(items), reflection::Obj);

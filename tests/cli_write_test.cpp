@@ -36,7 +36,7 @@ std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SCHEMA
 TEST(CliWrite, PackBuildsAVerifiedProgramFromASpec) {
   std::string dir = testing::TempDir("cli_pack");
   CliResult r = Cli("pack " + Testdata("pack/config.json") + " " + Testdata("pack/add_spec.json") + " -o " + dir +
-              "/add.pte --json");
+                    "/add.pte --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto summary = nlohmann::json::parse(r.out);
   EXPECT_TRUE(summary["verified"].get<bool>());
@@ -58,7 +58,7 @@ TEST(CliWrite, PackBuildsAVerifiedProgramFromASpec) {
 TEST(CliWrite, PackRejectsABadConfigWithoutWritingAnything) {
   std::string dir = testing::TempDir("cli_pack_bad");
   testing::WriteFile(dir + "/bad.json", std::vector<uint8_t>{'{', '"', 's', 'e', 'g', 'm', 'e', 'n', 't', '_', 'a', 'l',
-                                                            'i', 'g', 'n', 'm', 'e', 'n', 't', '"', ':', '3', '}'});
+                                                             'i', 'g', 'n', 'm', 'e', 'n', 't', '"', ':', '3', '}'});
   CliResult r = Cli("pack " + dir + "/bad.json " + Testdata("pack/add_spec.json") + " -o " + dir + "/x.pte");
   EXPECT_EQ(r.code, 2);
   EXPECT_FALSE(std::filesystem::exists(dir + "/x.pte"));
@@ -80,7 +80,7 @@ TEST_P(CliRepack, NoChangesGivesTheSameBytesAndNewAlignmentVerifies) {
 
   std::string dir2 = testing::TempDir("cli_repack4k_" + name);
   CliResult r = Cli("repack " + FixturePath(name + ".pte") + ptd_arg +
-              " -q --segment-alignment 4096 --ptd-segment-alignment 4096 --json -o " + dir2 + "/out.pte");
+                    " -q --segment-alignment 4096 --ptd-segment-alignment 4096 --json -o " + dir2 + "/out.pte");
   ASSERT_EQ(r.code, 0) << r.out;
   std::string out_ptd = ptd.empty() ? "" : " --ptd " + dir2 + "/" + ptd;
   EXPECT_EQ(Cli("verify --segment-alignment 4096 " + dir2 + "/out.pte" + out_ptd).code, 0);
@@ -108,8 +108,8 @@ TEST(CliWrite, RepackUpgradesALegacyPtd) {
 
 TEST(CliWrite, SplitMovesEveryConstantIntoTheTaggedPtd) {
   std::string dir = testing::TempDir("cli_split");
-  CliResult r = Cli("split " + FixturePath("keyword_spotting.pte") + " --external-constants weights -q --json -o " + dir +
-              "/kws.pte");
+  CliResult r = Cli("split " + FixturePath("keyword_spotting.pte") + " --external-constants weights -q --json -o " +
+                    dir + "/kws.pte");
   ASSERT_EQ(r.code, 0) << r.out;
   ASSERT_TRUE(std::filesystem::exists(dir + "/weights.ptd"));
   EXPECT_EQ(Cli("verify " + dir + "/kws.pte --ptd " + dir + "/weights.ptd").code, 0);
@@ -123,7 +123,8 @@ TEST(CliWrite, SplitMovesEveryConstantIntoTheTaggedPtd) {
   EXPECT_EQ(after["external_tensors"].size(), constant_tensors);
   for (const auto& e : after["external_tensors"]) EXPECT_TRUE(e["found"].get<bool>()) << e["key"];
   EXPECT_TRUE(after["constants"]["buffers"].empty());
-  EXPECT_LT(std::filesystem::file_size(dir + "/kws.pte"), std::filesystem::file_size(FixturePath("keyword_spotting.pte")));
+  EXPECT_LT(std::filesystem::file_size(dir + "/kws.pte"),
+            std::filesystem::file_size(FixturePath("keyword_spotting.pte")));
 }
 
 TEST(CliWrite, RepackRefusesToOverwriteItsInput) {

@@ -16,8 +16,8 @@ using testing::ReadFile;
 
 struct Case {
   const char* pte;
-  const char* ptd;        // may be null
-  const char* order;      // producer whose layout we expect to match
+  const char* ptd;    // may be null
+  const char* order;  // producer whose layout we expect to match
 };
 
 class FixtureRoundTrip : public ::testing::TestWithParam<Case> {};
@@ -57,9 +57,8 @@ TEST_P(FixtureRoundTrip, ReadThenWriteGivesSameBytes) {
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, FixtureRoundTrip,
     ::testing::Values(Case{"add.pte", nullptr, "flatc"}, Case{"arduino_add.pte", nullptr, "python"},
-                      Case{"conv2d_quantized.pte", nullptr, "flatc"},
-                      Case{"keyword_spotting.pte", nullptr, "python"}, Case{"linear.pte", "linear.ptd", "flatc"},
-                      Case{"maxpool2d.pte", nullptr, "flatc"},
+                      Case{"conv2d_quantized.pte", nullptr, "flatc"}, Case{"keyword_spotting.pte", nullptr, "python"},
+                      Case{"linear.pte", "linear.ptd", "flatc"}, Case{"maxpool2d.pte", nullptr, "flatc"},
                       Case{"module_linear_no_constant_segment.pte", nullptr, "flatc-legacy"},
                       Case{"softmax.pte", nullptr, "flatc"}, Case{"stories260k_qnn.pte", nullptr, "python"},
                       Case{"xor.pte", "xor.ptd", "flatc"}),

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "serialize/package.h"
-#include "serialize/pte_format.h"
 #include "serialize/program_builder.h"
 #include "serialize/ptd_reader.h"
+#include "serialize/pte_format.h"
 #include "serialize/pte_reader.h"
 #include "serialize/pte_writer.h"
 #include "tests/test_util.h"
@@ -52,11 +52,12 @@ Model MakeModel() {
   uint32_t alpha = f.Double(0.5);
   uint32_t op = f.Operator("aten::add", "out");
   uint32_t del = f.Delegate("TestBackend", m.delegate, {{"mode", Bytes::Copy("fast", 4)}});
-  f.KernelCall(op, {static_cast<int32_t>(x), static_cast<int32_t>(w1), static_cast<int32_t>(alpha),
-                    static_cast<int32_t>(y)},
-               {{"model.py", 10, "forward", "x + w"}});
-  f.DelegateCall(del, {static_cast<int32_t>(y), static_cast<int32_t>(w2), static_cast<int32_t>(b1),
-                       static_cast<int32_t>(w1_again), static_cast<int32_t>(st)},
+  f.KernelCall(
+      op, {static_cast<int32_t>(x), static_cast<int32_t>(w1), static_cast<int32_t>(alpha), static_cast<int32_t>(y)},
+      {{"model.py", 10, "forward", "x + w"}});
+  f.DelegateCall(del,
+                 {static_cast<int32_t>(y), static_cast<int32_t>(w2), static_cast<int32_t>(b1),
+                  static_cast<int32_t>(w1_again), static_cast<int32_t>(st)},
                  {{"model.py", 11, "forward", "backend(y)"}});
   f.Inputs({static_cast<int32_t>(x)});
   f.Outputs({static_cast<int32_t>(y)});
@@ -119,8 +120,8 @@ void CheckOutput(const Model& m, const BackendConfig& c, const Written& w) {
     Bytes data;
     const char* key;
   };
-  std::vector<Want> wants{{1, m.w1, "layer.weight"}, {2, m.w2, "layer.scale"}, {3, m.b1, "constant_3"},
-                          {4, m.w1, "tied.weight"}};
+  std::vector<Want> wants{
+      {1, m.w1, "layer.weight"}, {2, m.w2, "layer.scale"}, {3, m.b1, "constant_3"}, {4, m.w1, "tied.weight"}};
   for (const auto& want : wants) {
     const auto* t = ValueTensor(plan, want.value);
     if (external) {
@@ -146,7 +147,9 @@ void CheckOutput(const Model& m, const BackendConfig& c, const Written& w) {
       uint64_t off = cs->offsets()->Get(idx);
       EXPECT_EQ(off % c.tensor_alignment(), 0u);
       // Alignment below the element size is allowed but reported.
-      if ((pte->segments()[cs->segment_index()].file_offset + off) % ScalarTypeSize(static_cast<int>(t->scalar_type())) != 0) {
+      if ((pte->segments()[cs->segment_index()].file_offset + off) %
+              ScalarTypeSize(static_cast<int>(t->scalar_type())) !=
+          0) {
         EXPECT_LT(c.tensor_alignment(), ScalarTypeSize(static_cast<int>(t->scalar_type())));
         EXPECT_TRUE(pte->report().Has("tensor-misaligned"));
       }
