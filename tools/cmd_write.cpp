@@ -109,18 +109,42 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
   return ok;
 }
 
-void Emit(const nlohmann::json& j, bool json) {
-  if (json) std::cout << j.dump(2) << "\n";
+// Flags every writing command has.
+struct OutputFlags {
+  std::string out;
+  bool in_place = false, json = false, quiet = false;
+};
+
+void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place) {
+  c->add_option("-o,--output", f.out, "Output .pte (.ptd files go next to it)")->required();
+  if (in_place) c->add_flag("--in-place", f.in_place, "Allow the output to replace an input file");
+  c->add_flag("--json", f.json, "Print a JSON summary");
+  c->add_flag("-q,--quiet", f.quiet, "No progress or summary on stderr");
+}
+
+// Writes, re-reads and verifies the outputs, prints the summary and sets the
+// exit code.
+void WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+                    const OutputFlags& f, nlohmann::json extra = nlohmann::json::object()) {
+  WriteOptions wo{inputs, f.in_place, ProgressPrinter(f.quiet)};
+  WriteResult r = WritePackage(pkg, cfg, f.out, wo);
+  nlohmann::json j;
+  bool ok = CheckOutputs(r, f.quiet, &j);
+  j["config"] = cfg.ToJson();
+  j.update(extra);
+  if (f.json) std::cout << j.dump(2) << "\n";
+  g_exit = ok ? kOk : kFailed;
 }
 
 }  // namespace
 
 void RegisterRepack(CLI::App& app) {
   struct O {
-    std::string in, out;
+    std::string in;
     std::vector<std::string> ptds;
     Overrides ov;
-    bool in_place = false, json = false, quiet = false, upgrade_ptd = false;
+    OutputFlags out;
+    bool upgrade_ptd = false;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -130,14 +154,11 @@ void RegisterRepack(CLI::App& app) {
       "the output under their own names.");
   c->add_option("IN", o->in, "Input .pte")->required()->check(CLI::ExistingFile);
   c->add_option("--ptd", o->ptds, "The input's .ptd files")->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output .pte")->required();
   AddOverrides(c, o->ov);
   c->add_flag("--upgrade-ptd", o->upgrade_ptd,
               "Rewrite .ptd files in the legacy (pre June 2025) FlatTensor layout in the current layout, which "
               "current ExecuTorch runtimes require");
-  c->add_flag("--in-place", o->in_place, "Allow the output to replace an input file");
-  c->add_flag("--json", o->json, "Print a JSON summary");
-  c->add_flag("-q,--quiet", o->quiet, "No progress or summary on stderr");
+  AddOutputFlags(c, o->out, true);
   c->callback([o]() {
     Input in = LoadInput(o->in, o->ptds);
     Package pkg = PackageFromPte(*in.pte, in.ptrs);
@@ -150,23 +171,17 @@ void RegisterRepack(CLI::App& app) {
         for (auto& e : ef.entries) e.legacy_tensor = false;
       }
     }
-    WriteOptions wo{in.paths, o->in_place, ProgressPrinter(o->quiet)};
-    WriteResult r = WritePackage(pkg, cfg, o->out, wo);
-    nlohmann::json j;
-    bool ok = CheckOutputs(r, o->quiet, &j);
-    j["config"] = cfg.ToJson();
-    j["input_reproducible"] = inf.exact;
-    Emit(j, o->json);
-    g_exit = ok ? kOk : kFailed;
+    WriteAndReport(pkg, cfg, in.paths, o->out, {{"input_reproducible", inf.exact}});
   });
 }
 
 void RegisterSplit(CLI::App& app) {
   struct O {
-    std::string in, out, tag;
+    std::string in, tag;
     std::vector<std::string> ptds;
-    bool mutable_weights = false, in_place = false, json = false, quiet = false;
+    bool mutable_weights = false;
     Overrides ov;
+    OutputFlags out;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -177,11 +192,8 @@ void RegisterSplit(CLI::App& app) {
   c->add_option("--ptd", o->ptds, "The input's existing .ptd files")->check(CLI::ExistingFile);
   c->add_option("--external-constants", o->tag, "Tag of the data file to create (TAG.ptd)")->required();
   c->add_flag("--mutable-weights", o->mutable_weights, "Also move mutable weights with an initial state");
-  c->add_option("-o,--output", o->out, "Output .pte")->required();
   AddOverrides(c, o->ov);
-  c->add_flag("--in-place", o->in_place, "Allow the output to replace an input file");
-  c->add_flag("--json", o->json, "Print a JSON summary");
-  c->add_flag("-q,--quiet", o->quiet, "No progress or summary on stderr");
+  AddOutputFlags(c, o->out, true);
   c->callback([o]() {
     Input in = LoadInput(o->in, o->ptds);
     Package pkg = PackageFromPte(*in.pte, in.ptrs);
@@ -192,20 +204,14 @@ void RegisterSplit(CLI::App& app) {
     cfg.external_mutable_weights = o->mutable_weights;
     cfg.inline_constants = false;
     cfg.Validate();
-    WriteOptions wo{in.paths, o->in_place, ProgressPrinter(o->quiet)};
-    WriteResult r = WritePackage(pkg, cfg, o->out, wo);
-    nlohmann::json j;
-    bool ok = CheckOutputs(r, o->quiet, &j);
-    Emit(j, o->json);
-    g_exit = ok ? kOk : kFailed;
+    WriteAndReport(pkg, cfg, in.paths, o->out);
   });
 }
 
 void RegisterPack(CLI::App& app) {
   struct O {
-    std::string config, spec, out;
-    bool json = false, quiet = false;
-    Overrides ov;
+    std::string config, spec;
+    OutputFlags out;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -214,18 +220,10 @@ void RegisterPack(CLI::App& app) {
       "`flatc --json` prints for program.fbs) extended with \"data\" files: see README, \"pack spec\".");
   c->add_option("CONFIG", o->config, "BackendConfig JSON file")->required()->check(CLI::ExistingFile);
   c->add_option("SPEC", o->spec, "Program description JSON")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output .pte")->required();
-  c->add_flag("--json", o->json, "Print a JSON summary");
-  c->add_flag("-q,--quiet", o->quiet, "No progress or summary on stderr");
+  AddOutputFlags(c, o->out, false);
   c->callback([o]() {
     BackendConfig cfg = BackendConfig::FromFile(o->config);
-    Package pkg = LoadSpec(o->spec);
-    WriteOptions wo{{o->config, o->spec}, false, ProgressPrinter(o->quiet)};
-    WriteResult r = WritePackage(pkg, cfg, o->out, wo);
-    nlohmann::json j;
-    bool ok = CheckOutputs(r, o->quiet, &j);
-    Emit(j, o->json);
-    g_exit = ok ? kOk : kFailed;
+    WriteAndReport(LoadSpec(o->spec), cfg, {o->config, o->spec}, o->out);
   });
 }
 
