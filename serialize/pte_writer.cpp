@@ -325,13 +325,26 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   return out;
 }
 
-uint64_t WritePteLayout(const PteLayout& l, const std::string& path, const WriteOptions& o) {
-  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
+namespace {
+
+void StreamPte(const PteLayout& l, AtomicFile& f, const ProgressFn& progress) {
   f.Write(l.head.data(), l.head.size());
   if (l.segments.data_size() > 0) {
     f.PadTo(l.segment_base_offset);
-    l.segments.Write(f, o.progress);
+    l.segments.Write(f, progress);
   }
+}
+
+void StreamPtd(const PtdLayout& l, AtomicFile& f, const ProgressFn& progress) {
+  f.Write(l.head.data(), l.head.size());
+  l.segments.Write(f, progress);
+}
+
+}  // namespace
+
+uint64_t WritePteLayout(const PteLayout& l, const std::string& path, const WriteOptions& o) {
+  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
+  StreamPte(l, f, o.progress);
   uint64_t n = f.offset();
   f.Commit();
   return n;
@@ -339,8 +352,7 @@ uint64_t WritePteLayout(const PteLayout& l, const std::string& path, const Write
 
 uint64_t WritePtdLayout(const PtdLayout& l, const std::string& path, const WriteOptions& o) {
   AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
-  f.Write(l.head.data(), l.head.size());
-  l.segments.Write(f, o.progress);
+  StreamPtd(l, f, o.progress);
   uint64_t n = f.offset();
   f.Commit();
   return n;
@@ -383,8 +395,20 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   r.flatbuffer_size = l.flatbuffer_size;
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
-  for (const auto& [path, pl] : ptds) r.ptds.push_back({path, WritePtdLayout(pl, path, o)});
-  r.pte = {pte_path, WritePteLayout(l, pte_path, o)};
+  // Write every file to its temp file first and rename them only when all are
+  // complete, so a failure leaves neither a half-written file nor a .pte
+  // paired with .ptd files it was not written with.
+  AtomicFile::Options ao{o.inputs, o.allow_overwrite_input};
+  std::vector<std::unique_ptr<AtomicFile>> files;
+  for (const auto& [path, pl] : ptds) {
+    files.push_back(std::make_unique<AtomicFile>(path, ao));
+    StreamPtd(pl, *files.back(), o.progress);
+    r.ptds.push_back({path, files.back()->offset()});
+  }
+  files.push_back(std::make_unique<AtomicFile>(pte_path, ao));
+  StreamPte(l, *files.back(), o.progress);
+  r.pte = {pte_path, files.back()->offset()};
+  for (auto& f : files) f->Commit();
   return r;
 }
 
