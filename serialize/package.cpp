@@ -212,6 +212,31 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
   return ef;
 }
 
+uint64_t LayoutNbytes(const fb::Table& tl) {
+  const auto& FS = fb::FlatTensorSchema();
+  size_t es = ScalarTypeSize(static_cast<int>(fb::AsInt(fb::Field(FS, tl, "scalar_type"))));
+  if (es == 0) return 0;
+  const auto& sizes = fb::Field(FS, tl, "sizes");
+  uint64_t n = es;
+  for (size_t i = 0; i + 4 <= sizes.scalars.size; i += 4) {
+    int32_t d = static_cast<int32_t>(LoadU32(sizes.scalars.data + i));
+    if (d < 0 || (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))) return 0;
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+void UpgradeLegacy(ExternalFile& file) {
+  file.legacy = false;
+  for (auto& e : file.entries) {
+    if (e.legacy_tensor && e.tensor_layout) {
+      uint64_t n = LayoutNbytes(*e.tensor_layout);
+      if (n > 0 && n <= e.data.size) e.data = e.data.Sub(0, n);
+    }
+    e.legacy_tensor = false;
+  }
+}
+
 namespace {
 
 // The segment alignment that reproduces `base` and every segment offset
@@ -251,8 +276,11 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
   Package& pkg = const_cast<Package&>(pkg_in);  // blob alignments are refined in place
   const auto* program = pte.program();
   c.legacy_extended_header = pte.header() && !pte.header()->has_segment_data_size;
+  // A program without execution plans is valid (the reader only warns).
+  std::vector<const executorch_flatbuffer::ExecutionPlan*> plans;
+  if (program->execution_plan()) plans.assign(program->execution_plan()->begin(), program->execution_plan()->end());
   bool any_segment_delegate = false, any_delegate = false;
-  for (const auto* plan : *program->execution_plan()) {
+  for (const auto* plan : plans) {
     if (!plan->delegates()) continue;
     for (const auto* d : *plan->delegates()) {
       any_delegate = true;
@@ -264,7 +292,7 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
   c.extract_delegate_segments = any_segment_delegate || !any_delegate;
   c.inline_constants = program->constant_buffer() && program->constant_buffer()->size() > 0;
   bool stack = false, names = false, ext_const = false, ext_mut = false;
-  for (const auto* plan : *program->execution_plan()) {
+  for (const auto* plan : plans) {
     if (plan->chains()) {
       for (const auto* ch : *plan->chains()) stack = stack || ch->stacktrace();
     }

@@ -55,6 +55,14 @@ Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& pt
 // The entries of a .ptd as an ExternalFile with the given tag.
 ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag);
 
+// Turns a legacy-layout ExternalFile into the current layout: each tensor
+// becomes a named blob of exactly its layout's size (legacy entries carry the
+// padding up to the next tensor).
+void UpgradeLegacy(ExternalFile& file);
+
+// Bytes of a flat_tensor_flatbuffer.TensorLayout, 0 if unknown.
+uint64_t LayoutNbytes(const fb::Table& tensor_layout);
+
 // The config that reproduces `pte` (and `ptds`) from their package form:
 // alignments, header flavour, and the flatbuffer producer whose byte layout
 // matches. `exact` is set when a candidate re-encodes the flatbuffer to the

@@ -56,8 +56,6 @@ class PteFile {
   // The verified program, or nullptr when the flatbuffer could not be trusted.
   const executorch_flatbuffer::Program* program() const { return program_; }
   const std::optional<ExtendedHeader>& header() const { return header_; }
-  // Padded size of the extended header as stored (0 without header).
-  uint64_t header_padded_size() const { return header_padded_size_; }
   uint64_t program_size() const { return program_size_; }
   uint64_t segment_base_offset() const { return segment_base_offset_; }
   const Bytes& file() const { return file_; }
@@ -79,7 +77,6 @@ class PteFile {
   Bytes file_;
   Report report_;
   std::optional<ExtendedHeader> header_;
-  uint64_t header_padded_size_ = 0;
   uint64_t program_size_ = 0;
   uint64_t segment_base_offset_ = 0;
   std::vector<SegmentSpan> segments_;

@@ -100,9 +100,10 @@ TEST(CliWrite, RepackUpgradesALegacyPtd) {
   auto d = nlohmann::json::parse(Cli("inspect --json " + dir + "/linear.ptd").out);
   EXPECT_EQ(d["layout"], "current");
   EXPECT_TRUE(d["findings"].empty());
-  std::set<std::string> keys;
-  for (const auto& e : d["entries"]) keys.insert(e["key"].get<std::string>());
-  EXPECT_EQ(keys, (std::set<std::string>{"linear.weight", "linear.bias"}));
+  std::map<std::string, uint64_t> sizes;
+  for (const auto& e : d["entries"]) sizes[e["key"].get<std::string>()] = e["size"].get<uint64_t>();
+  // Exactly the tensors' bytes (FLOAT[3,3] and FLOAT[3]), without the legacy padding.
+  EXPECT_EQ(sizes, (std::map<std::string, uint64_t>{{"linear.weight", 36}, {"linear.bias", 12}}));
   EXPECT_EQ(Cli("verify " + dir + "/linear.pte --ptd " + dir + "/linear.ptd").code, 0);
 }
 

@@ -166,10 +166,7 @@ void RegisterRepack(CLI::App& app) {
     BackendConfig cfg = inf.config;
     Apply(o->ov, cfg);
     if (o->upgrade_ptd) {
-      for (auto& ef : pkg.external) {
-        ef.legacy = false;
-        for (auto& e : ef.entries) e.legacy_tensor = false;
-      }
+      for (auto& ef : pkg.external) UpgradeLegacy(ef);
     }
     WriteAndReport(pkg, cfg, in.paths, o->out, {{"input_reproducible", inf.exact}});
   });
