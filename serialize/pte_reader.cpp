@@ -418,6 +418,16 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
       for (size_t vi = 0; vi < nvals; ++vi) {
         const auto* ev = plan->values()->Get(static_cast<flatbuffers::uoffset_t>(vi));
         const std::string vn = Idx("values", vi);
+        // The verifier accepts unknown union type tags, and a tag without its value.
+        if (ev->val_type() > efb::KernelTypes::MAX) {
+          report_.Error("bad-enum", pn + ": " + vn + " has an unknown value type", at(ev), "a known KernelTypes",
+                        std::to_string(static_cast<int>(ev->val_type())));
+          continue;
+        }
+        if (ev->val_type() != efb::KernelTypes::NONE && ev->val() == nullptr) {
+          report_.Error("missing-field", pn + ": " + vn + " has a type tag but no value", at(ev), "a value", "none");
+          continue;
+        }
         switch (ev->val_type()) {
           case efb::KernelTypes::TensorList:
             check_list(ev->val_as_TensorList()->items(), vn + ".items", ev);
@@ -535,6 +545,16 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
         for (size_t ii = 0; ii < ninstr; ++ii) {
           const auto* ins = ch->instructions()->Get(static_cast<flatbuffers::uoffset_t>(ii));
           const std::string in = cn + Idx(".instructions", ii);
+          if (ins->instr_args_type() > efb::InstructionArguments::MAX) {
+            report_.Error("bad-enum", pn + ": " + in + " has an unknown instruction type", at(ins),
+                          "a known InstructionArguments", std::to_string(static_cast<int>(ins->instr_args_type())));
+            continue;
+          }
+          if (ins->instr_args_type() != efb::InstructionArguments::NONE && ins->instr_args() == nullptr) {
+            report_.Error("missing-field", pn + ": " + in + " has a type tag but no arguments", at(ins), "arguments",
+                          "none");
+            continue;
+          }
           switch (ins->instr_args_type()) {
             case efb::InstructionArguments::KernelCall: {
               const auto* k = ins->instr_args_as_KernelCall();
@@ -602,7 +622,7 @@ void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
   for (const auto* plan : *program_->execution_plan()) {
     if (!plan->values()) continue;
     for (const auto* ev : *plan->values()) {
-      if (ev->val_type() != efb::KernelTypes::Tensor) continue;
+      if (ev->val_type() != efb::KernelTypes::Tensor || ev->val() == nullptr) continue;
       const auto* eti = ev->val_as_Tensor()->extra_tensor_info();
       if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
       const std::string key = eti->fully_qualified_name()->str();
