@@ -82,6 +82,40 @@ Bytes PteFile::SegmentData(size_t i) const {
   return file_.Sub(segments_[i].file_offset, segments_[i].size);
 }
 
+namespace {
+
+// File offset of the first non-empty vector of 8-byte elements whose data is
+// not 8-byte aligned (relative to the buffer start, as the verifier counts).
+template <typename T>
+bool Misaligned(const flatbuffers::Vector<T>* v, const uint8_t* base, uint64_t* off) {
+  // Empty vectors have nothing to load; flatc does not align them.
+  if (v == nullptr || v->size() == 0) return false;
+  *off = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(v->Data()) - base);
+  return *off % 8 != 0;
+}
+
+std::optional<uint64_t> FindMisalignedVector(const efb::Program& p, const uint8_t* base) {
+  uint64_t off = 0;
+  if (p.constant_segment() && Misaligned(p.constant_segment()->offsets(), base, &off)) return off;
+  if (p.mutable_data_segments()) {
+    for (const auto* m : *p.mutable_data_segments()) {
+      if (Misaligned(m->offsets(), base, &off)) return off;
+    }
+  }
+  if (!p.execution_plan()) return std::nullopt;
+  for (const auto* plan : *p.execution_plan()) {
+    if (Misaligned(plan->non_const_buffer_sizes(), base, &off)) return off;
+    if (!plan->values()) continue;
+    for (const auto* ev : *plan->values()) {
+      if (const auto* l = ev->val_as_IntList(); l && Misaligned(l->items(), base, &off)) return off;
+      if (const auto* l = ev->val_as_DoubleList(); l && Misaligned(l->items(), base, &off)) return off;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void PteFile::Parse(const ReadOptions& opts) {
   const uint64_t size = file_.size;
   const uint8_t* d = file_.data;
@@ -179,7 +213,16 @@ void PteFile::Parse(const ReadOptions& opts) {
                   0, "a valid executorch_flatbuffer.Program", "verification failure");
     return;
   }
-  program_ = efb::GetProgram(d);
+  const efb::Program* program = efb::GetProgram(d);
+  // The verifier checks only the 4-byte alignment of a vector's length, not
+  // that 8-byte elements are 8-byte aligned; reading such a vector would be
+  // a misaligned load (a fault on some targets).
+  if (auto off = FindMisalignedVector(*program, d)) {
+    report_.Error("flatbuffer-misaligned", "a vector of 8-byte values in the program is not 8-byte aligned", *off,
+                  "multiple of 8", "alignment " + std::to_string(AlignmentOf(*off)));
+    return;
+  }
+  program_ = program;
   CheckProgram(opts);
 }
 
