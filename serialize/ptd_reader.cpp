@@ -128,6 +128,16 @@ void PtdFile::Parse(const ReadOptions& opts) {
     report_.Warn("legacy-format",
                  "FlatTensor layout from before June 2025 (tensors list); current ExecuTorch runtimes "
                  "cannot load it; `ptepack repack` can rewrite it in the current layout");
+    // The legacy writer padded the header to tensor_alignment, so a real
+    // file's flatbuffer starts at or after it; a huge value would make a
+    // rewrite pad by gigabytes.
+    uint32_t ta = legacy_->tensor_alignment();
+    uint64_t ta_padding = ta <= 1 ? 0 : (kFlatTensorHeaderLength + ta - 1) / ta * ta;
+    if ((ta & (ta - 1)) != 0 || ta_padding > h.flatbuffer_offset) {
+      report_.Error("bad-alignment", "legacy tensor_alignment is not a power of two the header was padded to",
+                    static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(legacy_) - d),
+                    "a power of two <= " + std::to_string(h.flatbuffer_offset), std::to_string(ta));
+    }
   }
   auto check_segments = [&](const auto* segs) {
     uint64_t prev_end = 0;
