@@ -1,5 +1,10 @@
 #include "serialize/pte_writer.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
 #include <set>
 
 #include "layout/alignment.h"
@@ -395,20 +400,44 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   r.flatbuffer_size = l.flatbuffer_size;
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
-  // Write every file to its temp file first and rename them only when all are
-  // complete, so a failure leaves neither a half-written file nor a .pte
-  // paired with .ptd files it was not written with.
+  // Every file is written and committed (flushed, synced) under a staging
+  // name first; only when all of them are complete are they renamed into
+  // place. AtomicFile writes its buffer out in Commit, so committing the
+  // real targets one after the other could replace the .ptd files and then
+  // fail on the .pte (full disk), pairing new data with an old program.
+  // The targets are checked against the inputs first: the staging names
+  // never are inputs.
   AtomicFile::Options ao{o.inputs, o.allow_overwrite_input};
-  std::vector<std::unique_ptr<AtomicFile>> files;
+  std::vector<std::string> targets;
+  for (const auto& pd : ptds) targets.push_back(pd.first);
+  targets.push_back(pte_path);
+  for (const auto& t : targets) AtomicFile probe(t, ao);
+  struct Staged {
+    std::vector<std::pair<std::string, std::string>> files;  // staging name, target
+    ~Staged() {
+      for (const auto& f : files) ::unlink(f.first.c_str());
+    }
+  } staged;
+  auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
+    std::string name = target + ".tmp-staged-" + std::to_string(::getpid());
+    AtomicFile f(name);
+    write(f);
+    uint64_t n = f.offset();
+    f.Commit();
+    staged.files.emplace_back(name, target);
+    return n;
+  };
   for (const auto& [path, pl] : ptds) {
-    files.push_back(std::make_unique<AtomicFile>(path, ao));
-    StreamPtd(pl, *files.back(), o.progress);
-    r.ptds.push_back({path, files.back()->offset()});
+    r.ptds.push_back({path, stage(path, [&](AtomicFile& f) { StreamPtd(pl, f, o.progress); })});
   }
-  files.push_back(std::make_unique<AtomicFile>(pte_path, ao));
-  StreamPte(l, *files.back(), o.progress);
-  r.pte = {pte_path, files.back()->offset()};
-  for (auto& f : files) f->Commit();
+  r.pte = {pte_path, stage(pte_path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); })};
+  while (!staged.files.empty()) {
+    const auto& [name, target] = staged.files.front();
+    if (::rename(name.c_str(), target.c_str()) != 0) {
+      throw Error("write-failed", "cannot rename " + name + " to " + target + ": " + std::strerror(errno));
+    }
+    staged.files.erase(staged.files.begin());
+  }
   return r;
 }
 
