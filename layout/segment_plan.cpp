@@ -1,14 +1,12 @@
 #include "layout/segment_plan.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include <algorithm>
 
 #include "layout/alignment.h"
 
 namespace ptepack {
 
-PlannedSegment ConcatSegment(const std::vector<Bytes>& items, uint64_t item_alignment,
-                             std::vector<uint64_t>* offsets) {
+PlannedSegment ConcatSegment(const std::vector<Bytes>& items, uint64_t item_alignment, std::vector<uint64_t>* offsets) {
   PlannedSegment s;
   uint64_t cur = 0;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -38,21 +36,12 @@ void SegmentPlan::Place(uint64_t segment_alignment) {
 uint64_t SegmentPlan::data_size() const { return segs_.empty() ? 0 : segs_.back().offset + segs_.back().size; }
 
 void StreamBytes(AtomicFile& out, const Bytes& b, const ProgressFn& progress, uint64_t* done, uint64_t total) {
-  constexpr size_t kChunk = 8u << 20;
-  static const size_t kPage = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const bool file_backed = b.file_backed && b.size >= kChunk;
-  size_t off = 0;
-  while (off < b.size) {
+  // Chunked only for progress reports: AtomicFile::Write copies mapped data
+  // in the kernel (or drops the pages it read), so memory stays bounded.
+  constexpr size_t kChunk = 64u << 20;
+  for (size_t off = 0; off < b.size; off += kChunk) {
     size_t n = std::min(kChunk, b.size - off);
-    out.Write(b.data + off, n);
-    if (file_backed) {
-      // Release the pages just copied: they are clean file pages, re-readable.
-      uintptr_t start = reinterpret_cast<uintptr_t>(b.data + off);
-      uintptr_t a = (start + kPage - 1) & ~(uintptr_t)(kPage - 1);
-      uintptr_t e = (start + n) & ~(uintptr_t)(kPage - 1);
-      if (e > a) ::madvise(reinterpret_cast<void*>(a), e - a, MADV_DONTNEED);
-    }
-    off += n;
+    out.Write(n == b.size ? b : b.Sub(off, n));
     *done += n;
     if (progress) progress(*done, total);
   }
@@ -62,13 +51,16 @@ void SegmentPlan::Write(AtomicFile& out, const ProgressFn& progress) const {
   const uint64_t base = out.offset();
   uint64_t total = data_size(), done = 0;
   for (const auto& s : segs_) {
+    const uint64_t before = out.offset();
     out.PadTo(base + s.offset);
+    done += out.offset() - before;
     for (const auto& p : s.pieces) {
       out.WriteZeros(p.pad_before);
       done += p.pad_before;
       StreamBytes(out, p.data, progress, &done, total);
     }
   }
+  if (progress && done < total) progress(total, total);
 }
 
 }  // namespace ptepack

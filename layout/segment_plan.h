@@ -25,8 +25,7 @@ struct PlannedSegment {
 
 // Concatenates items, padding each but the last to `item_alignment`
 // (ExecuTorch's constant segment). Fills `offsets` with each item's start.
-PlannedSegment ConcatSegment(const std::vector<Bytes>& items, uint64_t item_alignment,
-                             std::vector<uint64_t>* offsets);
+PlannedSegment ConcatSegment(const std::vector<Bytes>& items, uint64_t item_alignment, std::vector<uint64_t>* offsets);
 
 class SegmentPlan {
  public:
@@ -38,14 +37,16 @@ class SegmentPlan {
   bool empty() const { return segs_.empty(); }
 
   // Streams the segments; `out` must be positioned at the segment base.
+  // Needs no memory proportional to the data.
   void Write(AtomicFile& out, const ProgressFn& progress = nullptr) const;
 
  private:
   std::vector<PlannedSegment> segs_;
 };
 
-// Copies b to out in chunks, dropping the source pages of file-backed data
-// after they were written so resident memory stays bounded.
+// Copies b to out, reporting progress every 64 MiB. Data of a MappedFile is
+// copied from the file in the kernel (see AtomicFile::Write(const Bytes&)),
+// so the resident memory of a writer does not grow with the data size.
 void StreamBytes(AtomicFile& out, const Bytes& b, const ProgressFn& progress, uint64_t* done, uint64_t total);
 
 }  // namespace ptepack

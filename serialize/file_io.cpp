@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -16,9 +17,9 @@ namespace ptepack {
 namespace {
 
 std::atomic<uint64_t> g_fail_after{UINT64_MAX};
+std::atomic<bool> g_kernel_copy{true};
 
-[[noreturn]] void ThrowErrno(const std::string& code, const std::string& what,
-                             const std::string& path) {
+[[noreturn]] void ThrowErrno(const std::string& code, const std::string& what, const std::string& path) {
   Finding f;
   f.code = code;
   f.file = path;
@@ -52,12 +53,12 @@ Bytes Bytes::View(const void* p, size_t n, std::shared_ptr<const void> owner) {
 
 Bytes Bytes::Sub(size_t off, size_t n) const {
   if (off > size || n > size - off) {
-    throw Error("internal-range", "byte range [" + std::to_string(off) + ", +" +
-                                      std::to_string(n) + ") outside a view of " +
-                                      std::to_string(size) + " bytes");
+    throw Error("internal-range", "byte range [" + std::to_string(off) + ", +" + std::to_string(n) +
+                                      ") outside a view of " + std::to_string(size) + " bytes");
   }
   Bytes b = View(data + off, n, owner);
   b.file_backed = file_backed;
+  b.mapping = mapping;
   return b;
 }
 
@@ -84,6 +85,8 @@ std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
   std::shared_ptr<MappedFile> m(new MappedFile());
   m->path_ = path;
   m->size_ = static_cast<size_t>(st.st_size);
+  m->dev_ = static_cast<uint64_t>(st.st_dev);
+  m->ino_ = static_cast<uint64_t>(st.st_ino);
   if (m->size_ > 0) {
     void* p = ::mmap(nullptr, m->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -107,12 +110,54 @@ Bytes MappedFile::View(size_t off, size_t n) const {
   }
   Bytes b = Bytes::View(data_ == nullptr ? nullptr : data_ + off, n, self_.lock());
   b.file_backed = true;
+  b.mapping = this;
   return b;
+}
+
+int MappedFile::Reopen() const {
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != dev_ || static_cast<uint64_t>(st.st_ino) != ino_ ||
+      static_cast<uint64_t>(st.st_size) != size_) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void MappedFile::DropPages(const uint8_t* p, size_t n) const {
+  if (data_ == nullptr || n == 0) return;
+  static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data_), end = begin + size_;
+  uintptr_t a = std::max(reinterpret_cast<uintptr_t>(p), begin);
+  uintptr_t e = std::min(reinterpret_cast<uintptr_t>(p) + n, end);
+  if (a >= e) return;
+  // The mapping starts on a page boundary and owns its last partial page.
+  a &= ~(kPage - 1);
+  e = (e + kPage - 1) & ~(kPage - 1);
+  ::madvise(reinterpret_cast<void*>(a), e - a, MADV_DONTNEED);
 }
 
 namespace {
 constexpr size_t kBufSize = 1 << 20;
-}
+// Zero runs at least this long become holes instead of written zeros.
+constexpr uint64_t kHoleMin = 1 << 20;
+// copy_file_range per call; bounded so the injected-fault check stays exact.
+constexpr uint64_t kCopyChunk = 1ull << 30;
+// Mapped data at least this long may be copied in the kernel; shorter
+// pieces (small tensors) are pread into the buffer.
+constexpr size_t kDirectMin = 16 << 10;
+// Reading through a mapping maps more than it reads (fault-around, large
+// folios): the range dropped afterwards is widened by this much each side.
+constexpr uintptr_t kDropSlack = 2 << 20;
+// Pages read through a mapping are dropped once a range this long built up.
+constexpr size_t kDropBatch = 8 << 20;
+// Writeback of the output is started every this many bytes, so the disk
+// works while data is still being copied instead of all of it at Commit's
+// fsync (the kernel would otherwise wait for 10% of RAM to be dirty).
+constexpr uint64_t kWritebackChunk = 32 << 20;
+}  // namespace
 
 AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(path) {
   struct stat target {};
@@ -123,8 +168,8 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(
         Finding f;
         f.code = "overwrite-input";
         f.file = path;
-        f.message = "output is the same file as input " + in +
-                    "; refusing to overwrite it in place (use --in-place to allow)";
+        f.message =
+            "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)";
         throw Error(std::move(f));
       }
     }
@@ -136,62 +181,240 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(
     if (fd_ < 0 && errno != EEXIST) break;
   }
   if (fd_ < 0) ThrowErrno("create-failed", "cannot create temporary output " + tmp_path_, path);
-  buf_.reserve(kBufSize);
+  buf_.reset(new uint8_t[kBufSize]);
 }
 
 AtomicFile::~AtomicFile() {
+  DropTouched();
+  if (src_.fd >= 0) ::close(src_.fd);
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
 }
 
 void AtomicFile::SetFailAfterBytesForTesting(uint64_t n) { g_fail_after = n; }
+void AtomicFile::SetKernelCopyForTesting(bool enabled) { g_kernel_copy = enabled; }
+
+void AtomicFile::CheckInjectedFault(uint64_t n) {
+  uint64_t limit = g_fail_after.load();
+  if (limit != UINT64_MAX && fd_pos_ + n > limit) {
+    errno = ENOSPC;
+    ThrowErrno("write-failed", "cannot write output (injected fault)", path_);
+  }
+}
 
 void AtomicFile::RawWrite(const uint8_t* p, size_t n) {
-  uint64_t limit = g_fail_after.load();
+  CheckInjectedFault(n);
   while (n > 0) {
-    size_t chunk = n;
-    if (limit != UINT64_MAX) {
-      // Bytes on disk so far = file position of fd.
-      off_t pos = ::lseek(fd_, 0, SEEK_CUR);
-      if (static_cast<uint64_t>(pos) + chunk > limit) {
-        errno = ENOSPC;
-        ThrowErrno("write-failed", "cannot write output (injected fault)", path_);
-      }
-    }
-    ssize_t w = ::write(fd_, p, chunk);
+    ssize_t w = ::write(fd_, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       ThrowErrno("write-failed", "cannot write output", path_);
     }
     p += w;
     n -= static_cast<size_t>(w);
+    fd_pos_ += static_cast<uint64_t>(w);
   }
+  StartWriteback();
+}
+
+void AtomicFile::StartWriteback() {
+  if (fd_pos_ - writeback_started_ < kWritebackChunk) return;
+  // Asynchronous and only a hint: errors surface at fsync.
+  ::sync_file_range(fd_, static_cast<off_t>(writeback_started_), static_cast<off_t>(fd_pos_ - writeback_started_),
+                    SYNC_FILE_RANGE_WRITE);
+  writeback_started_ = fd_pos_;
+}
+
+void AtomicFile::Skip(uint64_t n) {
+  if (n == 0) return;
+  Flush();
+  CheckInjectedFault(n);
+  if (n > static_cast<uint64_t>(INT64_MAX) - fd_pos_ ||
+      ::lseek(fd_, static_cast<off_t>(fd_pos_ + n), SEEK_SET) == static_cast<off_t>(-1)) {
+    ThrowErrno("write-failed", "cannot seek in output", path_);
+  }
+  fd_pos_ += n;
+  offset_ += n;
+}
+
+uint64_t AtomicFile::CopyFrom(int src_fd, uint64_t src_off, uint64_t n) {
+  if (n == 0 || copy_unsupported_) return 0;
+  Flush();
+  uint64_t done = 0;
+  while (done < n) {
+    uint64_t chunk = std::min<uint64_t>(n - done, kCopyChunk);
+    CheckInjectedFault(chunk);
+    loff_t in = static_cast<loff_t>(src_off + done);
+    ssize_t r = ::copy_file_range(src_fd, &in, fd_, nullptr, static_cast<size_t>(chunk), 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF ||
+          errno == EPERM || errno == ETXTBSY) {
+        // Not possible between these files: the caller falls back to write().
+        // Some kernels report this only after copying part of the range.
+        copy_unsupported_ = true;
+        break;
+      }
+      ThrowErrno("write-failed", "cannot copy data into output", path_);
+    }
+    if (r == 0) {
+      Finding f;
+      f.code = "input-changed";
+      f.file = path_;
+      f.message = "a source file ended early (was it truncated while writing?)";
+      throw Error(std::move(f));
+    }
+    done += static_cast<uint64_t>(r);
+    fd_pos_ += static_cast<uint64_t>(r);
+    StartWriteback();
+  }
+  offset_ += done;
+  return done;
 }
 
 void AtomicFile::Flush() {
-  if (!buf_.empty()) {
-    RawWrite(buf_.data(), buf_.size());
-    buf_.clear();
+  if (buf_len_ > 0) {
+    RawWrite(buf_.get(), buf_len_);
+    buf_len_ = 0;
   }
 }
 
 void AtomicFile::Write(const void* p, size_t n) {
   if (n == 0) return;
   const uint8_t* b = static_cast<const uint8_t*>(p);
-  if (buf_.size() + n <= kBufSize) {
-    buf_.insert(buf_.end(), b, b + n);
+  if (buf_len_ + n > kBufSize) Flush();
+  if (n >= kBufSize) {
+    RawWrite(b, n);
   } else {
-    Flush();
-    if (n >= kBufSize) {
-      RawWrite(b, n);
-    } else {
-      buf_.insert(buf_.end(), b, b + n);
-    }
+    std::memcpy(buf_.get() + buf_len_, b, n);
+    buf_len_ += n;
   }
   offset_ += n;
 }
 
+int AtomicFile::SourceFd(const MappedFile& m) {
+  if (src_.fd >= 0 && src_.dev == m.dev() && src_.ino == m.ino() && src_.size == m.size()) return src_.fd;
+  if (src_.fd >= 0) ::close(src_.fd);
+  src_ = Source{m.dev(), m.ino(), m.size(), m.Reopen(), true};
+  struct stat st {};
+  if (src_.fd >= 0 && ::fstat(src_.fd, &st) == 0) {
+    // A fully allocated file has no holes to look for (saves two lseeks per piece).
+    src_.may_have_holes = static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size);
+  }
+  return src_.fd;
+}
+
+void AtomicFile::Write(const Bytes& b) {
+  if (b.size == 0) return;
+  if (b.mapping == nullptr || !b.mapping->Contains(b.data, b.size)) {
+    Write(b.data, b.size);
+    return;
+  }
+  int fd = g_kernel_copy.load() ? SourceFd(*b.mapping) : -1;
+  if (fd < 0) {
+    WriteMapped(b);
+    return;
+  }
+  const uint64_t off = static_cast<uint64_t>(b.data - b.mapping->data());
+  if (b.size >= kDirectMin) {
+    CopyExtents(fd, off, b.size, src_.may_have_holes);
+  } else {
+    ReadFrom(fd, off, b.size);
+  }
+}
+
+// Copies data extents in the kernel and turns holes into holes.
+void AtomicFile::CopyExtents(int fd, uint64_t start, uint64_t n, bool may_have_holes) {
+  const uint64_t end = start + n;
+  uint64_t pos = start;
+  while (pos < end) {
+    uint64_t data_end = end;
+    if (may_have_holes) {
+      off_t data = ::lseek(fd, static_cast<off_t>(pos), SEEK_DATA);
+      uint64_t data_at = data < 0 ? (errno == ENXIO ? end : pos) : std::min<uint64_t>(static_cast<uint64_t>(data), end);
+      if (data_at > pos) {
+        Skip(data_at - pos);
+        pos = data_at;
+        continue;
+      }
+      off_t hole = ::lseek(fd, static_cast<off_t>(pos), SEEK_HOLE);
+      data_end = hole < 0 ? end : std::min<uint64_t>(static_cast<uint64_t>(hole), end);
+      if (data_end <= pos) data_end = end;
+    }
+    const uint64_t len = data_end - pos;
+    // copy_file_range pays off when source and destination offsets are
+    // congruent modulo the page size (whole pages move, or are shared on
+    // filesystems that reflink); otherwise the kernel copies through partial
+    // pages at about half the speed of pread + write, which is used instead.
+    static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    uint64_t copied = 0;
+    if (((pos ^ offset_) & (kPage - 1)) == 0) copied = CopyFrom(fd, pos, len);
+    if (copied < len) ReadFrom(fd, pos + copied, len - copied);
+    pos = data_end;
+  }
+}
+
+// pread into the buffer (no mapping involved).
+void AtomicFile::ReadFrom(int fd, uint64_t off, uint64_t n) {
+  while (n > 0) {
+    if (buf_len_ == kBufSize) Flush();
+    size_t want = static_cast<size_t>(std::min<uint64_t>(n, kBufSize - buf_len_));
+    ssize_t r = ::pread(fd, buf_.get() + buf_len_, want, static_cast<off_t>(off));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      ThrowErrno("read-failed", "cannot read a source file", path_);
+    }
+    if (r == 0) {
+      Finding f;
+      f.code = "input-changed";
+      f.file = path_;
+      f.message = "a source file ended early (was it truncated while writing?)";
+      throw Error(std::move(f));
+    }
+    buf_len_ += static_cast<size_t>(r);
+    offset_ += static_cast<uint64_t>(r);
+    off += static_cast<uint64_t>(r);
+    n -= static_cast<uint64_t>(r);
+  }
+}
+
+// Reads through the mapping, dropping what was mapped afterwards.
+void AtomicFile::WriteMapped(const Bytes& b) {
+  for (size_t off = 0; off < b.size; off += kDropBatch) {
+    Bytes part = b.Sub(off, std::min(kDropBatch, b.size - off));
+    Write(part.data, part.size);
+    NoteTouched(part);
+  }
+}
+
+void AtomicFile::NoteTouched(const Bytes& b) {
+  Touched& t = touched_;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(b.data), hi = lo + b.size;
+  const uintptr_t wlo = lo > kDropSlack ? lo - kDropSlack : 0, whi = hi + kDropSlack;
+  if (t.mapping != b.mapping || whi < t.lo || wlo > t.hi) {
+    DropTouched();
+    t.owner = b.owner;
+    t.mapping = b.mapping;
+    t.lo = wlo;
+    t.hi = whi;
+  } else {
+    t.lo = std::min(t.lo, wlo);
+    t.hi = std::max(t.hi, whi);
+  }
+  if (t.hi - t.lo >= kDropBatch + 2 * kDropSlack) DropTouched();
+}
+
+void AtomicFile::DropTouched() {
+  Touched& t = touched_;
+  if (t.mapping != nullptr) t.mapping->DropPages(reinterpret_cast<const uint8_t*>(t.lo), t.hi - t.lo);
+  t = Touched{};
+}
+
 void AtomicFile::WriteZeros(uint64_t n) {
+  if (n >= kHoleMin) {
+    Skip(n);
+    return;
+  }
   static const uint8_t kZeros[4096] = {};
   while (n > 0) {
     size_t c = n > sizeof kZeros ? sizeof kZeros : static_cast<size_t>(n);
@@ -202,14 +425,25 @@ void AtomicFile::WriteZeros(uint64_t n) {
 
 void AtomicFile::PadTo(uint64_t off) {
   if (off < offset_) {
-    throw Error("internal-layout", "cannot pad backwards from " + std::to_string(offset_) +
-                                       " to " + std::to_string(off) + " in " + path_);
+    throw Error("internal-layout",
+                "cannot pad backwards from " + std::to_string(offset_) + " to " + std::to_string(off) + " in " + path_);
   }
   WriteZeros(off - offset_);
 }
 
 void AtomicFile::Commit() {
   Flush();
+  DropTouched();
+  if (src_.fd >= 0) {
+    ::close(src_.fd);
+    src_.fd = -1;
+  }
+  // A file that ends in a hole: set its size.
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) ThrowErrno("write-failed", "cannot stat output", path_);
+  if (static_cast<uint64_t>(st.st_size) < offset_ && ::ftruncate(fd_, static_cast<off_t>(offset_)) != 0) {
+    ThrowErrno("write-failed", "cannot set output size", path_);
+  }
   if (::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
   if (::close(fd_) != 0) {
     fd_ = -1;

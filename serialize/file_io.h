@@ -10,6 +10,8 @@
 
 namespace ptepack {
 
+class MappedFile;
+
 // A read-only byte range. `owner` keeps the memory alive (a mapping, a
 // vector, ...); it may be null when the caller guarantees the lifetime.
 struct Bytes {
@@ -17,6 +19,10 @@ struct Bytes {
   size_t size = 0;
   std::shared_ptr<const void> owner;
   bool file_backed = false;  // points into a MappedFile (pages can be dropped)
+  // The mapping `data` points into, set only by MappedFile::View (and kept by
+  // Sub); `owner` keeps it alive. Writers use it to copy in the kernel from
+  // the file instead of through the mapping, and to drop pages they touched.
+  const MappedFile* mapping = nullptr;
 
   static Bytes Copy(const void* p, size_t n);
   static Bytes Own(std::vector<uint8_t> v);
@@ -40,12 +46,28 @@ class MappedFile {
   // A view of [off, off+n) that keeps the mapping alive.
   Bytes View(size_t off, size_t n) const;
   Bytes All() const { return View(0, size_); }
+  // True if [p, p+n) lies in this mapping.
+  bool Contains(const uint8_t* p, size_t n) const {
+    return data_ != nullptr && p >= data_ && p <= data_ + size_ && n <= static_cast<size_t>(data_ + size_ - p);
+  }
+  // Opens the mapped file again for reading (copy_file_range, pread). Returns
+  // -1 if it cannot be opened or the path no longer names the mapped file
+  // (device, inode or size changed). The caller closes the descriptor.
+  int Reopen() const;
+  uint64_t dev() const { return dev_; }
+  uint64_t ino() const { return ino_; }
+  // Drops the resident pages of [p, p+n), rounded out to whole pages and
+  // clipped to the mapping. They are clean pages of a read-only file
+  // mapping: the next access maps them again from the page cache.
+  void DropPages(const uint8_t* p, size_t n) const;
 
  private:
   MappedFile() = default;
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  uint64_t dev_ = 0;
+  uint64_t ino_ = 0;
   std::weak_ptr<const MappedFile> self_;
 };
 
@@ -68,10 +90,25 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void Write(const void* p, size_t n);
-  void Write(const Bytes& b) { Write(b.data, b.size); }
+  // Data of a MappedFile view is read from the file, not the mapping: large
+  // views are copied in the kernel (copy_file_range; holes in the source
+  // stay holes), small ones pread into the buffer. Only if the file cannot
+  // be reopened is the mapping read, and its pages are dropped again. So
+  // writing does not make source data resident in this process.
+  void Write(const Bytes& b);
+  // Zeros; long runs become a hole (the file is new, so a hole reads back
+  // as zeros just the same).
   void WriteZeros(uint64_t n);
   // Pads with zeros up to absolute file offset `off` (must not go backwards).
   void PadTo(uint64_t off);
+  // Leaves a hole of n bytes (reads back as zeros).
+  void Skip(uint64_t n);
+  // Appends n bytes of `src_fd` from `src_off` with copy_file_range, without
+  // passing the data through user memory. Returns how many bytes it copied:
+  // fewer than n when the kernel cannot copy between these two files (the
+  // caller writes the rest itself). Throws on I/O errors and if the source
+  // ends before src_off + n.
+  uint64_t CopyFrom(int src_fd, uint64_t src_off, uint64_t n);
   uint64_t offset() const { return offset_; }
   void Commit();
   const std::string& path() const { return path_; }
@@ -79,15 +116,42 @@ class AtomicFile {
   // Test hook: when set, the write that would take the file past this many
   // bytes fails as if the disk were full. Reset with UINT64_MAX.
   static void SetFailAfterBytesForTesting(uint64_t n);
+  // Test hook: with false, mapped data is always read through the mapping
+  // (the fallback when the source file cannot be reopened).
+  static void SetKernelCopyForTesting(bool enabled);
 
  private:
   void Flush();
   void RawWrite(const uint8_t* p, size_t n);
+  void CheckInjectedFault(uint64_t n);
+  int SourceFd(const MappedFile& m);
+  void CopyExtents(int fd, uint64_t off, uint64_t n, bool may_have_holes);
+  void ReadFrom(int fd, uint64_t off, uint64_t n);
+  void WriteMapped(const Bytes& b);
+  void NoteTouched(const Bytes& b);
+  void DropTouched();
+  void StartWriteback();
   std::string path_;
   std::string tmp_path_;
   int fd_ = -1;
   uint64_t offset_ = 0;
-  std::vector<uint8_t> buf_;
+  uint64_t fd_pos_ = 0;             // position of fd_: offset_ minus what is buffered
+  bool copy_unsupported_ = false;   // copy_file_range refused (EXDEV, EINVAL, ...)
+  uint64_t writeback_started_ = 0;  // writeback was started for [0, this)
+  // The source file last read from, reopened from a MappedFile.
+  struct Source {
+    uint64_t dev = 0, ino = 0, size = 0;
+    int fd = -1;
+    bool may_have_holes = true;  // fewer blocks allocated than its size
+  } src_;
+  // Address range of a mapping read through memory, not dropped yet.
+  struct Touched {
+    std::shared_ptr<const void> owner;  // keeps the mapping alive until dropped
+    const MappedFile* mapping = nullptr;
+    uintptr_t lo = 0, hi = 0;
+  } touched_;
+  std::unique_ptr<uint8_t[]> buf_;
+  size_t buf_len_ = 0;
   bool committed_ = false;
 };
 

@@ -1,6 +1,7 @@
 // `ptepack inspect` and `ptepack verify`.
 #include <iostream>
 
+#include "serialize/checksum.h"
 #include "serialize/describe.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
@@ -85,11 +86,22 @@ void RegisterInspect(CLI::App& app) {
 
 void RegisterVerify(CLI::App& app) {
   auto o = std::make_shared<Common>();
+  auto io = std::make_shared<IntegrityOptions>();
+  auto checksum = std::make_shared<bool>(false);
   auto* c = app.add_subcommand("verify",
                                "Check a file: headers, FlatBuffers verifier, every segment, offset, size, "
                                "alignment, index and string. Exits 0 if valid, 1 with the problems otherwise.");
   AddCommon(c, *o);
-  c->callback([o]() {
+  c->add_flag("--checksum", *checksum,
+              "Also compute XXH3-64 checksums of the program region, of each segment and of the padding "
+              "(reads all data; without it verify only reads headers and flatbuffers)");
+  c->add_option("--write-manifest", io->write_manifest,
+                "Write the checksums to this JSON manifest (implies --checksum; only for valid files)");
+  c->add_option("--manifest", io->manifest,
+                "Compare the checksums with this manifest (implies --checksum); a difference is an error "
+                "naming the segment")
+      ->check(CLI::ExistingFile);
+  c->callback([o, io, checksum]() {
     ReadOptions ro;
     ro.segment_alignment = o->segment_alignment;
     ro.tensor_alignment = o->tensor_alignment;
@@ -100,15 +112,39 @@ void RegisterVerify(CLI::App& app) {
     for (const auto& p : l.ptds) reports.push_back(&p->report());
     bool ok = true;
     for (const Report* r : reports) ok = ok && r->ok();
+    const bool sums = *checksum || !io->write_manifest.empty() || !io->manifest.empty();
+    IntegrityResult ir;
+    if (sums && ok) {
+      std::vector<const PteFile*> ptes;
+      std::vector<const PtdFile*> ptds = l.ptd_ptrs();
+      if (l.pte) ptes.push_back(l.pte.get());
+      if (l.lone_ptd) ptds.insert(ptds.begin(), l.lone_ptd.get());
+      ir = RunIntegrity(ptes, ptds, *io);
+      for (const auto& r : ir.reports) reports.push_back(&r);
+      ok = ir.ok();
+    }
     if (o->json) {
       nlohmann::json j{{"file", o->file}, {"valid", ok}, {"findings", FindingsJson(reports)}};
+      if (!ir.files.empty()) j["checksums"] = ManifestJson(ir.files)["files"];
+      if (!io->write_manifest.empty() && !ir.files.empty()) j["manifest_written"] = io->write_manifest;
       std::cout << j.dump(2) << "\n";
     } else {
       for (const Report* r : reports) {
         for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
       }
-      if (ok) std::cout << o->file << ": OK\n";
-      else std::cerr << o->file << ": INVALID\n";
+      for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+      if (sums && ir.files.empty()) std::cerr << o->file << ": checksums skipped: the file is not valid\n";
+      if (!io->write_manifest.empty() && !ir.files.empty()) {
+        std::cout << "manifest written: " << io->write_manifest << "\n";
+      }
+      if (!io->manifest.empty() && !ir.files.empty() && ok) {
+        std::cout << "manifest " << io->manifest << ": all checksums match\n";
+      }
+      if (ok) {
+        std::cout << o->file << ": OK\n";
+      } else {
+        std::cerr << o->file << ": INVALID\n";
+      }
     }
     g_exit = ok ? kOk : kInvalid;
   });

@@ -1,7 +1,174 @@
-// `ptepack checksum` and `ptepack bundle` (filled in by the integrity work).
+// `ptepack checksum` and `ptepack bundle`.
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "serialize/bundle.h"
+#include "serialize/checksum.h"
+#include "serialize/describe.h"
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_reader.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
-void RegisterChecksum(CLI::App&) {}
-void RegisterBundle(CLI::App&) {}
+namespace {
+
+bool LooksLikePtd(const std::string& path) {
+  auto m = MappedFile::Open(path);
+  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
+}
+
+struct ChecksumOpts {
+  std::vector<std::string> files;
+  bool json = false;
+  IntegrityOptions io;
+};
+
+struct BundleCreateOpts {
+  std::string out;
+  std::vector<std::string> inputs;
+  BundleOptions bo;
+  bool quiet = false;
+};
+
+struct BundleExtractOpts {
+  std::string bundle;
+  std::string dir;
+  bool force = false;
+  bool quiet = false;
+};
+
+nlohmann::json MembersJson(const BundleInfo& info) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& m : info.members) {
+    a.push_back({{"name", m.name},
+                 {"kind", m.kind},
+                 {"size", m.size},
+                 {"compressed_size", m.compressed_size},
+                 {"xxh3", HexDigest(m.xxh3)}});
+  }
+  return a;
+}
+
+void PrintMembers(const BundleInfo& info) {
+  for (const auto& m : info.members) {
+    double ratio = m.compressed_size ? static_cast<double>(m.size) / static_cast<double>(m.compressed_size) : 0.0;
+    std::printf("  %-32s %-3s %14llu bytes -> %14llu (%.2fx)  xxh3 %s\n", m.name.c_str(), m.kind.c_str(),
+                static_cast<unsigned long long>(m.size), static_cast<unsigned long long>(m.compressed_size), ratio,
+                HexDigest(m.xxh3).c_str());
+  }
+}
+
+}  // namespace
+
+void RegisterChecksum(CLI::App& app) {
+  auto o = std::make_shared<ChecksumOpts>();
+  auto* c = app.add_subcommand("checksum",
+                               "XXH3-64 checksums of the regions of .pte/.ptd files (program, each segment, "
+                               "padding); write them to a JSON manifest or compare with one. Files are verified "
+                               "first. Same as `verify --checksum`, for several files at once.");
+  c->add_option("FILE", o->files, ".pte and .ptd files")->required()->check(CLI::ExistingFile);
+  c->add_flag("--json", o->json, "Print JSON (the manifest's form)");
+  c->add_option("--write-manifest", o->io.write_manifest, "Write the checksums to this JSON manifest");
+  c->add_option("--manifest", o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment")
+      ->check(CLI::ExistingFile);
+  c->callback([o]() {
+    std::vector<std::unique_ptr<PteFile>> ptes;
+    std::vector<std::unique_ptr<PtdFile>> ptds;
+    std::vector<const Report*> reports;
+    for (const auto& f : o->files) {
+      if (LooksLikePtd(f)) {
+        ptds.push_back(PtdFile::Open(f));
+        reports.push_back(&ptds.back()->report());
+      } else {
+        ptes.push_back(PteFile::Open(f));
+        reports.push_back(&ptes.back()->report());
+      }
+    }
+    bool ok = true;
+    for (const Report* r : reports) ok = ok && r->ok();
+    IntegrityResult ir;
+    if (ok) {
+      std::vector<const PteFile*> pp;
+      std::vector<const PtdFile*> dp;
+      for (const auto& p : ptes) pp.push_back(p.get());
+      for (const auto& p : ptds) dp.push_back(p.get());
+      ir = RunIntegrity(pp, dp, o->io);
+      for (const auto& r : ir.reports) reports.push_back(&r);
+      ok = ir.ok();
+    }
+    if (o->json) {
+      nlohmann::json j = ManifestJson(ir.files);
+      j["valid"] = ok;
+      j["findings"] = FindingsJson(reports);
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const Report* r : reports) {
+        for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
+      }
+      for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+      if (!o->io.write_manifest.empty() && !ir.files.empty()) {
+        std::cout << "manifest written: " << o->io.write_manifest << "\n";
+      }
+      if (!o->io.manifest.empty() && ok) std::cout << "manifest " << o->io.manifest << ": all checksums match\n";
+      if (!ok) std::cerr << "checksum: INVALID\n";
+    }
+    g_exit = ok ? kOk : kInvalid;
+  });
+}
+
+void RegisterBundle(CLI::App& app) {
+  auto* b = app.add_subcommand("bundle",
+                               "Pack a program and its .ptd files into one zstd-compressed .ptebundle for "
+                               "transfer, and unpack it again. A ptepack-only format: ExecuTorch's runtime does "
+                               "NOT read bundles; extract them before loading.");
+  b->require_subcommand(1);
+
+  auto co = std::make_shared<BundleCreateOpts>();
+  auto* c = b->add_subcommand("create", "Write OUT.ptebundle from IN.pte and its .ptd files");
+  c->add_option("OUT", co->out, "Bundle to write")->required();
+  c->add_option("INPUTS", co->inputs, "The .pte first, then its .ptd files")->required()->check(CLI::ExistingFile);
+  c->add_option("--level", co->bo.level, "zstd compression level 1..19 (default 3)");
+  c->add_option("--threads", co->bo.threads, "zstd worker threads (default 0: compress in one thread)");
+  c->add_flag("--long", co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
+  c->add_flag("-q,--quiet", co->quiet, "No progress output");
+  c->callback([co]() {
+    co->bo.progress = ProgressPrinter(co->quiet);
+    BundleInfo info = CreateBundle(co->out, co->inputs, co->bo);
+    std::printf("%s: %llu bytes, %zu file(s)\n", co->out.c_str(), static_cast<unsigned long long>(info.size),
+                info.members.size());
+    PrintMembers(info);
+    g_exit = kOk;
+  });
+
+  auto eo = std::make_shared<BundleExtractOpts>();
+  auto* e = b->add_subcommand("extract", "Unpack a bundle; every file's size and XXH3-64 are checked");
+  e->add_option("BUNDLE", eo->bundle, "Bundle to read")->required()->check(CLI::ExistingFile);
+  e->add_option("-o,--output", eo->dir, "Output directory (created)")->required();
+  e->add_flag("--force", eo->force, "Replace existing files");
+  e->add_flag("-q,--quiet", eo->quiet, "No progress output");
+  e->callback([eo]() {
+    auto written = ExtractBundle(eo->bundle, eo->dir, eo->force, ProgressPrinter(eo->quiet));
+    for (const auto& p : written) std::cout << p << "\n";
+    g_exit = kOk;
+  });
+
+  auto lo = std::make_shared<std::pair<std::string, bool>>();
+  auto* l = b->add_subcommand("list", "List a bundle's files");
+  l->add_option("BUNDLE", lo->first, "Bundle to read")->required()->check(CLI::ExistingFile);
+  l->add_flag("--json", lo->second, "Print JSON");
+  l->callback([lo]() {
+    BundleInfo info = ReadBundle(lo->first);
+    if (lo->second) {
+      std::cout << nlohmann::json{{"bundle", lo->first}, {"size", info.size}, {"files", MembersJson(info)}}.dump(2)
+                << "\n";
+    } else {
+      std::printf("%s: %llu bytes, %zu file(s)\n", lo->first.c_str(), static_cast<unsigned long long>(info.size),
+                  info.members.size());
+      PrintMembers(info);
+    }
+    g_exit = kOk;
+  });
+}
+
 }  // namespace ptepack::cli

@@ -1,0 +1,348 @@
+#include "serialize/bundle.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "serialize/checksum.h"
+#include "serialize/error.h"
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_format.h"
+#include "serialize/pte_reader.h"
+
+namespace ptepack {
+namespace {
+
+constexpr size_t kInBlock = 1 << 20;
+constexpr int kLongWindowLog = 27;  // 128 MiB: also the most a reader accepts
+
+[[noreturn]] void Fail(const std::string& code, const std::string& file, const std::string& msg) {
+  Finding f;
+  f.code = code;
+  f.file = file;
+  f.message = msg;
+  throw Error(std::move(f));
+}
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(const std::string& path) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) Fail("open-failed", path, std::string("cannot open file: ") + std::strerror(errno));
+  }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+// Reads exactly n bytes at off (or fewer at end of file); returns bytes read.
+size_t ReadAt(int fd, uint8_t* p, size_t n, uint64_t off, const std::string& path) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, p + got, n - got, static_cast<off_t>(off + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      Fail("read-failed", path, std::string("cannot read file: ") + std::strerror(errno));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+uint64_t FileSize(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) Fail("open-failed", path, std::string("cannot stat file: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) Fail("open-failed", path, "not a regular file");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+std::string BaseName(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool SafeName(const std::string& n) {
+  return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos && n.find('\0') == std::string::npos;
+}
+
+void CheckZstd(size_t rc, const std::string& file, const char* what) {
+  if (ZSTD_isError(rc)) Fail("zstd-failed", file, std::string(what) + ": " + ZSTD_getErrorName(rc));
+}
+
+struct CCtxDeleter {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+struct DCtxDeleter {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+// Compresses one input file into `out` as a single zstd frame.
+void CompressMember(const std::string& path, AtomicFile& out, ZSTD_CCtx* cctx, BundleMember* m, const BundleOptions& o,
+                    uint64_t* done, uint64_t total) {
+  Fd in(path);
+  m->size = FileSize(in.fd, path);
+  ::posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  CheckZstd(ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only), out.path(), "reset");
+  CheckZstd(ZSTD_CCtx_setPledgedSrcSize(cctx, m->size), out.path(), "set size");
+  Xxh3Stream h;
+  std::vector<uint8_t> ibuf(kInBlock), obuf(ZSTD_CStreamOutSize());
+  m->offset = out.offset();
+  uint64_t pos = 0;
+  bool last = false;
+  while (!last) {
+    size_t n = ReadAt(in.fd, ibuf.data(), static_cast<size_t>(std::min<uint64_t>(kInBlock, m->size - pos)), pos, path);
+    if (pos + n < m->size && n < std::min<uint64_t>(kInBlock, m->size - pos)) {
+      Fail("input-changed", path, "file ended early (was it truncated while bundling?)");
+    }
+    h.Update(ibuf.data(), n);
+    pos += n;
+    last = pos >= m->size;
+    ZSTD_inBuffer zin{ibuf.data(), n, 0};
+    size_t remaining;
+    do {
+      ZSTD_outBuffer zout{obuf.data(), obuf.size(), 0};
+      remaining = ZSTD_compressStream2(cctx, &zout, &zin, last ? ZSTD_e_end : ZSTD_e_continue);
+      CheckZstd(remaining, out.path(), "compression failed");
+      out.Write(obuf.data(), zout.pos);
+    } while (last ? remaining != 0 : zin.pos < zin.size);
+    *done += n;
+    if (o.progress) o.progress(*done, total);
+  }
+  m->xxh3 = h.Digest();
+  m->compressed_size = out.offset() - m->offset;
+}
+
+}  // namespace
+
+BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::string>& inputs, const BundleOptions& o) {
+  if (inputs.empty()) Fail("bad-arguments", out_path, "a bundle needs a .pte");
+  if (o.level < 1 || o.level > ZSTD_maxCLevel()) {
+    Fail("bad-arguments", out_path, "zstd level must be 1.." + std::to_string(ZSTD_maxCLevel()));
+  }
+  BundleInfo info;
+  std::set<std::string> names;
+  uint64_t total = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    BundleMember m;
+    m.name = BaseName(inputs[i]);
+    if (!SafeName(m.name)) Fail("bad-arguments", inputs[i], "not a file name");
+    if (!names.insert(m.name).second) Fail("bad-arguments", inputs[i], "two inputs are named \"" + m.name + "\"");
+    // Only valid files go in; checking reads headers and flatbuffers, not data.
+    if (i == 0) {
+      auto pte = PteFile::Open(inputs[i]);
+      pte->report().ThrowIfError();
+      m.kind = "pte";
+      total += pte->file().size;
+    } else {
+      auto ptd = PtdFile::Open(inputs[i]);
+      ptd->report().ThrowIfError();
+      m.kind = "ptd";
+      total += ptd->file().size;
+    }
+    info.members.push_back(std::move(m));
+  }
+  std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx(ZSTD_createCCtx());
+  if (!cctx) throw std::bad_alloc();
+  CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, o.level), out_path, "level");
+  CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1), out_path, "checksum flag");
+  CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1), out_path, "content size flag");
+  if (o.threads > 0) {
+    // Ignored (error) by a libzstd built without threads: then compress in this thread.
+    ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_nbWorkers, o.threads);
+  }
+  if (o.long_distance) {
+    CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_enableLongDistanceMatching, 1), out_path, "long mode");
+    CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_windowLog, kLongWindowLog), out_path, "window");
+  }
+  AtomicFile out(out_path, AtomicFile::Options{inputs, false});
+  out.Write(kBundleMagic, 8);
+  uint64_t done = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CompressMember(inputs[i], out, cctx.get(), &info.members[i], o, &done, total);
+  }
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& m : info.members) {
+    files.push_back({{"name", m.name},
+                     {"kind", m.kind},
+                     {"size", m.size},
+                     {"xxh3", HexDigest(m.xxh3)},
+                     {"offset", m.offset},
+                     {"compressed_size", m.compressed_size}});
+  }
+  std::string index =
+      nlohmann::json{{"format", "ptepack-bundle"}, {"version", 1}, {"files", std::move(files)}}.dump() + "\n";
+  uint8_t trailer[kBundleTrailerSize];
+  StoreU64(trailer, out.offset());
+  StoreU64(trailer + 8, index.size());
+  std::memcpy(trailer + 16, kBundleTrailerMagic, 8);
+  out.Write(index.data(), index.size());
+  out.Write(trailer, sizeof trailer);
+  info.size = out.offset();
+  out.Commit();
+  return info;
+}
+
+namespace {
+
+BundleInfo ReadIndex(int fd, const std::string& path) {
+  BundleInfo info;
+  info.size = FileSize(fd, path);
+  uint8_t head[8];
+  if (info.size < 8 + kBundleTrailerSize || ReadAt(fd, head, 8, 0, path) != 8 ||
+      std::memcmp(head, kBundleMagic, 8) != 0) {
+    Fail("bad-bundle", path, "not a ptepack bundle (magic \"PTEBNDL1\" missing)");
+  }
+  uint8_t trailer[kBundleTrailerSize];
+  if (ReadAt(fd, trailer, sizeof trailer, info.size - sizeof trailer, path) != sizeof trailer ||
+      std::memcmp(trailer + 16, kBundleTrailerMagic, 8) != 0) {
+    Fail("bad-bundle", path, "bundle trailer missing (truncated file?)");
+  }
+  uint64_t index_off = LoadU64(trailer), index_size = LoadU64(trailer + 8);
+  const uint64_t index_end = info.size - kBundleTrailerSize;
+  if (index_off < 8 || index_off > index_end || index_size != index_end - index_off || index_size > (64u << 20)) {
+    Fail("bad-bundle", path, "bundle index offset/size are out of range");
+  }
+  std::string text(static_cast<size_t>(index_size), '\0');
+  if (ReadAt(fd, reinterpret_cast<uint8_t*>(text.data()), text.size(), index_off, path) != text.size()) {
+    Fail("bad-bundle", path, "cannot read bundle index");
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    Fail("bad-bundle", path, std::string("bundle index is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object() || j.value("format", "") != "ptepack-bundle") Fail("bad-bundle", path, "bad index format");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1) {
+    Fail("bad-bundle", path, "unsupported bundle version (this ptepack reads version 1)");
+  }
+  if (!j.contains("files") || !j["files"].is_array() || j["files"].empty()) {
+    Fail("bad-bundle", path, "bundle index lists no files");
+  }
+  std::set<std::string> names;
+  uint64_t prev_end = 8;
+  for (const auto& f : j["files"]) {
+    BundleMember m;
+    try {
+      m.name = f.at("name").get<std::string>();
+      m.kind = f.at("kind").get<std::string>();
+      m.size = f.at("size").get<uint64_t>();
+      m.offset = f.at("offset").get<uint64_t>();
+      m.compressed_size = f.at("compressed_size").get<uint64_t>();
+      std::string h = f.at("xxh3").get<std::string>();
+      if (h.size() != 16 || h.find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw std::invalid_argument(h);
+      m.xxh3 = std::stoull(h, nullptr, 16);
+    } catch (const std::exception&) {
+      Fail("bad-bundle", path, "bundle index entry malformed");
+    }
+    if (!SafeName(m.name) || !names.insert(m.name).second) {
+      Fail("bad-bundle", path, "bundle member name \"" + m.name + "\" is not a unique plain file name");
+    }
+    if (m.kind != "pte" && m.kind != "ptd") Fail("bad-bundle", path, m.name + ": unknown kind \"" + m.kind + "\"");
+    if (m.offset < prev_end || m.offset > index_off || m.compressed_size > index_off - m.offset) {
+      Fail("bad-bundle", path, m.name + ": compressed data lies outside the member area");
+    }
+    prev_end = m.offset + m.compressed_size;
+    info.members.push_back(std::move(m));
+  }
+  return info;
+}
+
+}  // namespace
+
+BundleInfo ReadBundle(const std::string& path) {
+  Fd fd(path);
+  return ReadIndex(fd.fd, path);
+}
+
+std::vector<std::string> ExtractBundle(const std::string& bundle, const std::string& dir, bool overwrite,
+                                       const ProgressFn& progress) {
+  Fd fd(bundle);
+  BundleInfo info = ReadIndex(fd.fd, bundle);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) Fail("create-failed", dir, "cannot create output directory: " + ec.message());
+  uint64_t total = 0, done = 0;
+  for (const auto& m : info.members) {
+    std::string p = dir + "/" + m.name;
+    if (!overwrite && std::filesystem::exists(p)) {
+      Fail("exists", p, "output file exists (use --force to replace it)");
+    }
+    total += m.size;
+  }
+  std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
+  if (!dctx) throw std::bad_alloc();
+  CheckZstd(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kLongWindowLog), bundle, "window limit");
+  std::vector<std::unique_ptr<AtomicFile>> outs;
+  std::vector<std::string> written;
+  std::vector<uint8_t> ibuf(ZSTD_DStreamInSize() * 8), obuf(ZSTD_DStreamOutSize() * 8);
+  for (const auto& m : info.members) {
+    const std::string p = dir + "/" + m.name;
+    outs.push_back(std::make_unique<AtomicFile>(p, AtomicFile::Options{{bundle}, false}));
+    AtomicFile& out = *outs.back();
+    CheckZstd(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only), bundle, "reset");
+    Xxh3Stream h;
+    uint64_t pos = 0, produced = 0;
+    size_t rc = 1;
+    while (pos < m.compressed_size) {
+      size_t n =
+          ReadAt(fd.fd, ibuf.data(), static_cast<size_t>(std::min<uint64_t>(ibuf.size(), m.compressed_size - pos)),
+                 m.offset + pos, bundle);
+      if (n == 0) Fail("bad-bundle", bundle, m.name + ": compressed data truncated");
+      pos += n;
+      ZSTD_inBuffer zin{ibuf.data(), n, 0};
+      while (zin.pos < zin.size) {
+        if (rc == 0) Fail("bad-bundle", bundle, m.name + ": data after the end of its zstd frame");
+        ZSTD_outBuffer zout{obuf.data(), obuf.size(), 0};
+        rc = ZSTD_decompressStream(dctx.get(), &zout, &zin);
+        if (ZSTD_isError(rc)) Fail("bad-bundle", bundle, m.name + ": " + ZSTD_getErrorName(rc));
+        produced += zout.pos;
+        if (produced > m.size) Fail("bad-bundle", bundle, m.name + ": decompresses to more than its recorded size");
+        h.Update(obuf.data(), zout.pos);
+        out.Write(obuf.data(), zout.pos);
+        done += zout.pos;
+        if (progress) progress(done, total);
+      }
+    }
+    // Flush what the decoder still holds once the input is consumed.
+    while (rc != 0) {
+      ZSTD_inBuffer zin{nullptr, 0, 0};
+      ZSTD_outBuffer zout{obuf.data(), obuf.size(), 0};
+      rc = ZSTD_decompressStream(dctx.get(), &zout, &zin);
+      if (ZSTD_isError(rc)) Fail("bad-bundle", bundle, m.name + ": " + ZSTD_getErrorName(rc));
+      if (zout.pos == 0 && rc != 0) Fail("bad-bundle", bundle, m.name + ": zstd frame is truncated");
+      produced += zout.pos;
+      if (produced > m.size) Fail("bad-bundle", bundle, m.name + ": decompresses to more than its recorded size");
+      h.Update(obuf.data(), zout.pos);
+      out.Write(obuf.data(), zout.pos);
+    }
+    if (produced != m.size) {
+      Fail("bad-bundle", bundle,
+           m.name + ": decompressed " + std::to_string(produced) + " bytes, index says " + std::to_string(m.size));
+    }
+    uint64_t got = h.Digest();
+    if (got != m.xxh3) {
+      Fail("checksum-mismatch", bundle,
+           m.name + ": decompressed data does not match its checksum (index " + HexDigest(m.xxh3) + ", data " +
+               HexDigest(got) + ")");
+    }
+    written.push_back(p);
+  }
+  for (auto& o : outs) o->Commit();
+  return written;
+}
+
+}  // namespace ptepack

@@ -1,0 +1,301 @@
+// Model-scale behaviour of the writer and reader, kept fast: offsets above
+// 4 GiB with sparse files, bounded resident memory while writing and
+// reading, and streamed output identical to the in-memory rendering.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "serialize/checksum.h"
+#include "serialize/describe.h"
+#include "serialize/error.h"
+#include "serialize/package.h"
+#include "serialize/pte_reader.h"
+#include "serialize/pte_writer.h"
+#include "serialize/spec.h"
+#include "tests/test_util.h"
+
+namespace ptepack {
+namespace {
+
+using nlohmann::json;
+using testing::ReadFile;
+using testing::TempDir;
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kMiB = 1ull << 20;
+
+// One constant tensor of a generated program: bytes [offset, offset+size)
+// of a data file, or `size` bytes given in hex.
+struct Const {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  std::string hex;  // when set, inline data instead of the file
+};
+
+// A one-method program whose values are BYTE tensors over `consts`.
+std::string SpecJson(const std::string& data_file, const std::vector<Const>& consts) {
+  json values = json::array(), constants = json::array();
+  for (size_t i = 0; i < consts.size(); ++i) {
+    const Const& c = consts[i];
+    // BYTE[a, b] with a * b == size (sizes are int32).
+    uint64_t a = 1, b = c.size;
+    while (b > (1u << 30) && b % 2 == 0) {
+      a *= 2;
+      b /= 2;
+    }
+    values.push_back(
+        {{"val_type", "Tensor"},
+         {"val", {{"scalar_type", "BYTE"}, {"sizes", {a, b}}, {"dim_order", {0, 1}}, {"data_buffer_idx", i + 1}}}});
+    if (!c.hex.empty()) {
+      constants.push_back({{"hex", c.hex}});
+    } else {
+      constants.push_back({{"file", data_file}, {"offset", c.offset}, {"size", c.size}});
+    }
+  }
+  json plan{{"name", "forward"},          {"values", values},
+            {"inputs", json::array()},    {"outputs", {0}},
+            {"chains", json::array()},    {"operators", json::array()},
+            {"delegates", json::array()}, {"non_const_buffer_sizes", {0}}};
+  json program{{"version", 0}, {"execution_plan", {plan}}};
+  return json{{"program", program}, {"constants", constants}}.dump();
+}
+
+void WriteRandomFile(const std::string& path, uint64_t size, uint32_t seed) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> block(1 << 17);  // 1 MiB
+  for (uint64_t done = 0; done < size;) {
+    for (auto& w : block) w = rng();
+    size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, block.size() * 8));
+    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
+    done += n;
+  }
+  ASSERT_TRUE(out.good());
+}
+
+// Peak resident set, in bytes, since the last ResetPeakRss().
+uint64_t PeakRss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+uint64_t CurrentRss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+bool ResetPeakRss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.close();
+  return out.good();
+}
+
+const uint8_t* ConstantData(const PteFile& pte, uint32_t idx, uint64_t* file_offset) {
+  const auto* cs = pte.program()->constant_segment();
+  *file_offset = pte.segments()[cs->segment_index()].file_offset + cs->offsets()->Get(idx);
+  return pte.file().data + *file_offset;
+}
+
+// A > 4 GiB sparse source whose second constant lands above 4 GiB in the
+// output. Holes in the source are skipped (SEEK_DATA/SEEK_HOLE) and stay
+// holes in the output, so this writes and reads a few KiB of real data.
+TEST(PerfLargeOffsets, SecondConstantAbove4GiBFromSparseSource) {
+  const std::string dir = TempDir("perf_sparse");
+  const std::string src = dir + "/weights.bin";
+  const uint64_t first = 4 * kGiB + 4096;  // pushes the second constant past 4 GiB
+  const uint64_t second = 64 * 1024;
+  {
+    int fd = ::open(src.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(first + second)), 0);
+    // Real bytes at both ends of the first constant and in the second one.
+    const char head[] = "first-constant-head";
+    const char tail[] = "first-constant-tail";
+    ASSERT_EQ(::pwrite(fd, head, sizeof head, 0), static_cast<ssize_t>(sizeof head));
+    ASSERT_EQ(::pwrite(fd, tail, sizeof tail, static_cast<off_t>(first - sizeof tail)),
+              static_cast<ssize_t>(sizeof tail));
+    std::vector<uint8_t> pattern(second);
+    for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 31 + 7);
+    ASSERT_EQ(::pwrite(fd, pattern.data(), pattern.size(), static_cast<off_t>(first)),
+              static_cast<ssize_t>(pattern.size()));
+    ::close(fd);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, first, ""}, {first, second, ""}}), dir);
+  const std::string out = dir + "/big.pte";
+  WriteResult wr = WritePackage(pkg, BackendConfig{}, out);
+  double write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_GT(wr.pte.size, 4 * kGiB);
+
+  t0 = std::chrono::steady_clock::now();
+  auto pte = PteFile::Open(out);
+  double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(pte->ok()) << pte->report().findings().front().ToString();
+  const auto* cs = pte->program()->constant_segment();
+  ASSERT_NE(cs, nullptr);
+  ASSERT_EQ(cs->offsets()->size(), 3u);
+  EXPECT_EQ(cs->offsets()->Get(1), 0u);
+  // 16-byte constant alignment: first + padding to 16 (first is a multiple).
+  EXPECT_EQ(cs->offsets()->Get(2), first);
+  uint64_t fo1 = 0, fo2 = 0;
+  const uint8_t* c1 = ConstantData(*pte, 1, &fo1);
+  const uint8_t* c2 = ConstantData(*pte, 2, &fo2);
+  EXPECT_GT(fo2, 4 * kGiB);
+  EXPECT_EQ(fo2, fo1 + first);
+  EXPECT_EQ(std::memcmp(c1, "first-constant-head", 20), 0);
+  EXPECT_EQ(std::memcmp(c1 + first - 20, "first-constant-tail", 20), 0);
+  EXPECT_EQ(c1[kGiB], 0);  // inside the hole
+  for (size_t i : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{second - 1}}) {
+    EXPECT_EQ(c2[i], static_cast<uint8_t>(i * 31 + 7)) << "byte " << i << " of the second constant";
+  }
+  // The output is sparse like its source: far fewer blocks than bytes.
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  struct stat sst {};
+  ASSERT_EQ(::stat(src.c_str(), &sst), 0);
+  if (static_cast<uint64_t>(sst.st_blocks) * 512 < 64 * kMiB) {
+    EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 64 * kMiB) << "holes were written out as zeros";
+  }
+  EXPECT_LT(write_s, 20.0);
+  EXPECT_LT(open_s, 1.0);
+  std::filesystem::remove_all(dir);
+}
+
+// Small constants from a file and from memory, constants copied in the
+// kernel and ones written through the buffer, padding and segment gaps: the
+// streamed file equals the in-memory rendering byte for byte.
+TEST(PerfStreamedWrite, MatchesRenderedBytes) {
+  const std::string dir = TempDir("perf_stream");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 6 * kMiB + 123, 1);
+  std::vector<Const> consts = {
+      {0, 3 * kMiB + 5, ""},                           // copy_file_range
+      {3 * kMiB + 5, 100, ""},                         // through the buffer
+      {0, 0, "00112233445566778899"},                  // memory
+      {3 * kMiB + 105, 20000, ""},                     // just above the kernel-copy threshold
+      {4 * kMiB, 2 * kMiB + 123, ""}, {17, 4096, ""},  // overlaps the first one in the source
+  };
+  // Page-aligned segments and tensors make source and destination offsets
+  // congruent, which is when copy_file_range is used; with the default
+  // alignments the data goes through pread + write.
+  BackendConfig aligned;
+  aligned.segment_alignment = 4096;
+  aligned.constant_tensor_alignment = 4096;
+  for (const BackendConfig& cfg : {BackendConfig{}, aligned}) {
+    for (bool kernel_copy : {true, false}) {
+      AtomicFile::SetKernelCopyForTesting(kernel_copy);
+      Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+      PteLayout layout = LayoutPte(pkg, cfg);
+      const std::string out = dir + "/stream.pte";
+      WritePteLayout(layout, out, WriteOptions{});
+      std::vector<uint8_t> want = RenderPte(layout);
+      std::vector<uint8_t> got = ReadFile(out);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_TRUE(got == want) << "kernel copy " << kernel_copy << ", segment alignment " << cfg.segment_alignment;
+      auto pte = PteFile::Open(out);
+      EXPECT_TRUE(pte->ok());
+    }
+  }
+  AtomicFile::SetKernelCopyForTesting(true);
+  std::filesystem::remove_all(dir);
+}
+
+// Writing 256 MiB of file-backed constants keeps the peak resident set
+// within flatbuffer + 64 MiB of where it started, through the kernel copy
+// and through the mapping (pages dropped after use), with large constants
+// and with many small ones.
+struct RssCase {
+  const char* name;
+  bool kernel_copy;
+  uint64_t tensor_size;
+};
+class PerfWriterRss : public ::testing::TestWithParam<RssCase> {};
+
+TEST_P(PerfWriterRss, PeakStaysBounded) {
+  const RssCase& c = GetParam();
+  const std::string dir = TempDir(std::string("perf_rss_") + c.name);
+  const std::string src = dir + "/weights.bin";
+  const uint64_t total = 256 * kMiB;
+  WriteRandomFile(src, total, 2);
+  std::vector<Const> consts;
+  for (uint64_t off = 0; off < total; off += c.tensor_size) consts.push_back({off, c.tensor_size, ""});
+  Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+  PteLayout layout = LayoutPte(pkg, BackendConfig{});
+  AtomicFile::SetKernelCopyForTesting(c.kernel_copy);
+  if (!ResetPeakRss()) GTEST_SKIP() << "cannot reset the peak RSS counter (/proc/self/clear_refs)";
+  const uint64_t before = CurrentRss();
+  WritePteLayout(layout, dir + "/out.pte", WriteOptions{});
+  const uint64_t peak = PeakRss();
+  AtomicFile::SetKernelCopyForTesting(true);
+  RecordProperty("peak_growth_kib", std::to_string((peak - before) >> 10));
+  EXPECT_LT(peak - before, layout.flatbuffer_size + 64 * kMiB)
+      << "peak " << (peak >> 20) << " MiB, before " << (before >> 20) << " MiB";
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PerfWriterRss,
+                         ::testing::Values(RssCase{"kernel_copy_16MiB", true, 16 * kMiB},
+                                           RssCase{"mapped_16MiB", false, 16 * kMiB},
+                                           RssCase{"small_8KiB", true, 8 * 1024},
+                                           RssCase{"mapped_small_32KiB", false, 32 * 1024}),
+                         [](const ::testing::TestParamInfo<RssCase>& i) { return std::string(i.param.name); });
+
+// Opening, verifying and describing a program reads its headers and
+// flatbuffer only: resident memory does not grow with the data.
+TEST(PerfReader, VerifyAndDescribeDoNotTouchData) {
+  const std::string dir = TempDir("perf_reader");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 128 * kMiB, 3);
+  std::vector<Const> consts;
+  for (uint64_t off = 0; off < 128 * kMiB; off += kMiB) consts.push_back({off, kMiB, ""});
+  const std::string out = dir + "/model.pte";
+  WritePackage(PackageFromSpecJson(SpecJson(src, consts), dir), BackendConfig{}, out);
+  if (!ResetPeakRss()) GTEST_SKIP() << "cannot reset the peak RSS counter";
+  const uint64_t before = CurrentRss();
+  auto pte = PteFile::Open(out);
+  ASSERT_TRUE(pte->ok());
+  json d = DescribePte(*pte, {});
+  EXPECT_EQ(d["constants"]["count"].get<size_t>(), 129u);
+  EXPECT_LT(PeakRss() - before, 16 * kMiB);
+  // Checksums read everything, with pread: still no growth.
+  FileSums sums = ChecksumPte(*pte);
+  EXPECT_EQ(sums.regions.size(), 3u);  // program, segments[0], padding
+  EXPECT_LT(PeakRss() - before, 16 * kMiB);
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk while copying in the kernel: the write fails, nothing is left.
+TEST(PerfStreamedWrite, InjectedFaultDuringKernelCopyLeavesNoFile) {
+  const std::string dir = TempDir("perf_fault");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 8 * kMiB, 4);
+  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, 8 * kMiB, ""}}), dir);
+  const std::string out = dir + "/out.pte";
+  AtomicFile::SetFailAfterBytesForTesting(4 * kMiB);
+  EXPECT_THROW(WritePackage(pkg, BackendConfig{}, out), Error);
+  AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename() != "weights.bin";
+  EXPECT_EQ(files, 0u) << "temporary file left behind";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ptepack
