@@ -552,7 +552,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                 // size is allowed), but strict-alignment CPUs fault on them.
                 report_.Warn("tensor-misaligned", tn + " data is not aligned for its element type", fo,
                               "multiple of " + std::to_string(es), "alignment " + std::to_string(AlignmentOf(fo)));
-              } else if (opts.tensor_alignment > 1 && o % opts.tensor_alignment != 0) {
+              }
+              if (opts.tensor_alignment > 1 && o % opts.tensor_alignment != 0) {
                 report_.Error("tensor-misaligned", tn + " data is not at the requested tensor alignment", fo,
                               "multiple of " + std::to_string(opts.tensor_alignment),
                               "alignment " + std::to_string(AlignmentOf(o)));
