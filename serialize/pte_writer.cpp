@@ -25,18 +25,50 @@ fb::Value U64Vector(const std::vector<uint64_t>& v) {
   return fb::ScalarVector(reflection::ULong, Bytes::Own(std::move(raw)));
 }
 
-// Hard limits checked before anything is written.
-void CheckLimits(const PteLayout& l) {
-  if (l.flatbuffer_size >= (1ull << 31)) {
-    throw Error("limit-exceeded", "program flatbuffer would be " + std::to_string(l.flatbuffer_size) +
-                                      " bytes; FlatBuffers cannot address more than 2 GiB");
+// A lower bound of the encoded size of a tree: the bytes of its strings and
+// scalar vectors with their length fields. Cheap, and reads no data.
+uint64_t PayloadBytes(const fb::Table& t) {
+  uint64_t n = 0;
+  for (const fb::Value& v : t.fields) {
+    switch (v.kind) {
+      case fb::Value::Kind::kString:
+        n += 4 + v.str.size() + 1;
+        break;
+      case fb::Value::Kind::kScalarVector:
+        n += 4 + v.scalars.size;
+        break;
+      case fb::Value::Kind::kTable:
+        if (v.table) n += PayloadBytes(*v.table);
+        break;
+      case fb::Value::Kind::kOffsetVector:
+        n += 4 + 4 * v.elems.size();
+        for (const fb::Value& e : v.elems) {
+          if (e.table) n += PayloadBytes(*e.table);
+          if (e.kind == fb::Value::Kind::kString) n += 4 + e.str.size() + 1;
+        }
+        break;
+      default:
+        break;
+    }
   }
-  if (l.segments.segments().size() > UINT32_MAX) {
-    throw Error("limit-exceeded", "more than 2^32 segments");
-  }
+  return n;
 }
 
 }  // namespace
+
+void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments) {
+  if (program_bytes > kMaxProgramBytes) {
+    throw Error("limit-exceeded",
+                "program flatbuffer would be at least " + std::to_string(program_bytes) +
+                    " bytes; FlatBuffers cannot address more than 2 GiB (" + std::to_string(kMaxProgramBytes) +
+                    " bytes). Move constants or delegate data out of the flatbuffer (inline_constants=false, "
+                    "extract_delegate_segments=true) or into .ptd files");
+  }
+  if (num_segments > kMaxSegments) {
+    throw Error("limit-exceeded", std::to_string(num_segments) + " segments; segment indices are 32-bit (at most " +
+                                      std::to_string(kMaxSegments) + " segments)");
+  }
+}
 
 PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   cfg.Validate();
@@ -158,6 +190,8 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
     segs.elems.push_back(fb::TableValue(ds));
   }
 
+  // Refuse before encoding: the encoder would need the whole buffer in memory.
+  CheckFormatLimits(PayloadBytes(p), plan.segments().size());
   fb::EncodeOptions eo;
   eo.order = cfg.flatbuffer_order;
   eo.force_align["Buffer.storage"] = cfg.tensor_alignment();
@@ -181,7 +215,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
     out.head = InsertHeader(enc.data, hb);
     out.segment_base_offset = h.segment_base_offset;
   }
-  CheckLimits(out);
+  CheckFormatLimits(out.head.size(), plan.segments().size());
   return out;
 }
 
@@ -315,9 +349,9 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   fb::Field(FS, *root, "segments") = fb::OffsetVector(std::move(segs), reflection::Obj);
   fb::Field(FS, *root, "named_data") = fb::OffsetVector(std::move(named), reflection::Obj);
   fb::Encoded enc = fb::Encode(FS, *root, fb::EncodeOptions{});
-  if (enc.data.size() >= (1ull << 31)) throw Error("limit-exceeded", "FlatTensor flatbuffer over 2 GiB");
   FlatTensorHeader h;
   uint64_t padded = AlignUp(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment);
+  CheckFormatLimits(padded + enc.data.size(), out.segments.segments().size());
   h.flatbuffer_offset = padded;
   h.flatbuffer_size = enc.data.size();
   h.segment_base_offset = AlignUp(enc.data.size() + padded, segment_alignment);
