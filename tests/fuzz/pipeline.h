@@ -1,0 +1,105 @@
+// What the fuzz targets (and the regression replay in hostile_test.cpp) do
+// with one input. Header-only so both can use it without extra targets.
+//
+// Any input may be rejected by the reader. An input it accepts must survive
+// everything the CLI does with a valid file (describe, restore to package
+// form, infer the config, lay out and render), and the rendered file must be
+// accepted again (for .ptd files: with the same keys and bytes). Each
+// function returns "" when that holds, otherwise what went wrong; crashes,
+// leaks and undefined behaviour are left to the sanitizers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "serialize/describe.h"
+#include "serialize/error.h"
+#include "serialize/package.h"
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_reader.h"
+#include "serialize/pte_writer.h"
+
+namespace ptepack::fuzz {
+
+inline std::string FindingsText(const Report& r) {
+  std::string s;
+  for (const auto& f : r.findings()) s += "\n  " + f.ToString();
+  return s;
+}
+
+// A ptepack::Error thrown for a file the reader accepted is fine when it is
+// a clean refusal ("unsupported", "bad-program", ...). An internal range or
+// layout error means the reader let through something later code could not
+// handle.
+inline std::string CheckError(const Error& e, const char* stage) {
+  if (e.finding().code.rfind("internal", 0) == 0) return std::string(stage) + " on an accepted file: " + e.what();
+  return "";
+}
+
+// `accepted` (optional) tells whether the reader accepted the input.
+inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
+  auto pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
+  if (accepted) *accepted = pte->ok();
+  // `verify --ptd` checks external keys of every program the FlatBuffers
+  // verifier accepted, valid or not.
+  if (pte->program() != nullptr) pte->CheckExternalKeys({});
+  if (!pte->ok()) return "";
+
+  nlohmann::json d = DescribePte(*pte, {});
+  (void)d.dump();
+  (void)RenderPteText(d);
+
+  std::vector<uint8_t> out;
+  try {
+    Package pkg = PackageFromPte(*pte);
+    InferredConfig inf = InferConfig(*pte, pkg);
+    PteLayout layout = LayoutPte(pkg, inf.config);
+    out = RenderPte(layout);
+    if (out.size() != layout.total_size()) {
+      return "RenderPte wrote " + std::to_string(out.size()) + " bytes, layout says " +
+             std::to_string(layout.total_size());
+    }
+  } catch (const Error& e) {
+    return CheckError(e, "restore/layout");
+  }
+  auto again = PteFile::FromBytes(Bytes::View(out.data(), out.size()), "rendered.pte");
+  if (!again->ok()) return "rendered program does not verify:" + FindingsText(again->report());
+  return "";
+}
+
+inline std::string CheckPtdBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
+  auto ptd = PtdFile::FromBytes(Bytes::View(data, size), "fuzz.ptd");
+  if (accepted) *accepted = ptd->ok();
+  if (!ptd->ok()) return "";
+
+  nlohmann::json d = DescribePtd(*ptd);
+  (void)d.dump();
+  (void)RenderPtdText(d);
+
+  std::vector<uint8_t> out;
+  try {
+    ExternalFile ef = ExternalFromPtd(*ptd, "fuzz");
+    PtdLayout layout = LayoutPtd(ef, 128);
+    out = RenderPtd(layout);
+    if (out.size() != layout.total_size()) {
+      return "RenderPtd wrote " + std::to_string(out.size()) + " bytes, layout says " +
+             std::to_string(layout.total_size());
+    }
+  } catch (const Error& e) {
+    return CheckError(e, "restore/layout");
+  }
+  auto again = PtdFile::FromBytes(Bytes::View(out.data(), out.size()), "rendered.ptd");
+  if (!again->ok()) return "rendered FlatTensor does not verify:" + FindingsText(again->report());
+  for (const auto& e : ptd->entries()) {
+    auto before = ptd->Find(e.key);
+    auto after = again->Find(e.key);
+    if (before.has_value() != after.has_value() || (before && !before->Equals(*after))) {
+      return "entry \"" + e.key + "\" changed or was lost by the rewrite";
+    }
+  }
+  return "";
+}
+
+}  // namespace ptepack::fuzz
