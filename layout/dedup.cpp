@@ -1,10 +1,12 @@
 #include "layout/dedup.h"
 
-#include <xxhash.h>
+#include "serialize/checksum.h"
 
 namespace ptepack {
 
-uint64_t Xxh3(const Bytes& b) { return XXH3_64bits(b.data, b.size); }
+// HashBytes uses the fast (dispatched) XXH3 and reads mapped data with pread,
+// so hashing a model's constants does not leave them resident.
+uint64_t Xxh3(const Bytes& b) { return HashBytes(b); }
 
 std::optional<size_t> DedupIndex::FindOrAdd(const Bytes& b, size_t id) {
   uint64_t h = Xxh3(b);

@@ -94,7 +94,6 @@ Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& pt
   fb::Table& p = *pkg.program;
   std::vector<Bytes> seg;
   for (size_t i = 0; i < pte.segments().size(); ++i) seg.push_back(pte.SegmentData(i));
-  for (auto& s : seg) s.file_backed = true;
 
   // Delegate payloads in segments go back inline.
   auto& bdd = F(p, "backend_delegate_data");
@@ -195,7 +194,6 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
     if (e.legacy_tensor && e.extent > e.size) {
       b.data = ptd.SegmentData(e.segment_index).Sub(e.offset, e.extent);
     }
-    b.data.file_backed = true;
     b.legacy_tensor = e.legacy_tensor;
     if (e.has_layout) {
       auto tl = fb::NewTable(FS, "flat_tensor_flatbuffer.TensorLayout");

@@ -3,6 +3,7 @@
 #include <flatbuffers/idl.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -36,11 +37,20 @@ std::unique_ptr<flatbuffers::Parser> ProgramParser() {
   throw Error(std::move(f));
 }
 
+// Each data file is mapped once, however many blobs it holds.
+std::shared_ptr<MappedFile> MapOnce(const std::string& path) {
+  thread_local std::map<std::string, std::weak_ptr<MappedFile>> cache;
+  if (auto m = cache[path].lock()) return m;
+  auto m = MappedFile::Open(path);
+  cache[path] = m;
+  return m;
+}
+
 Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& what) {
   if (j.contains("file")) {
     std::string p = j["file"].get<std::string>();
     if (p.empty() || p[0] != '/') p = base + "/" + p;
-    auto m = MappedFile::Open(p);
+    auto m = MapOnce(p);
     uint64_t off = j.value("offset", uint64_t{0});
     uint64_t size = j.contains("size") ? j["size"].get<uint64_t>() : (m->size() >= off ? m->size() - off : 0);
     if (off > m->size() || size > m->size() - off) {
