@@ -461,8 +461,9 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
     staged.files.emplace_back(name, target);
     return n;
   };
-  for (const auto& [path, pl] : ptds) {
-    r.ptds.push_back({path, stage(path, [&](AtomicFile& f) { StreamPtd(pl, f, o.progress); })});
+  for (const auto& pd : ptds) {
+    const PtdLayout& pl = pd.second;  // (C++17 lambdas cannot capture structured bindings)
+    r.ptds.push_back({pd.first, stage(pd.first, [&](AtomicFile& f) { StreamPtd(pl, f, o.progress); })});
   }
   r.pte = {pte_path, stage(pte_path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); })};
   while (!staged.files.empty()) {

@@ -349,7 +349,8 @@ TEST(HostilePteHeader, SegmentDataCutShort) {
 // ------------------------------------------------------------- segments
 
 TEST(HostilePteSegments, OffsetPlusSizeWraps) {
-  for (auto [offset, size] : {std::pair<uint64_t, uint64_t>{UINT64_MAX - 1, 4}, {0, UINT64_MAX}}) {
+  for (auto os : {std::pair<uint64_t, uint64_t>{UINT64_MAX - 1, 4}, {0, UINT64_MAX}}) {
+    const uint64_t offset = os.first, size = os.second;
     Buf b = EditPte(Fixture("arduino_add.pte"), [&](fb::Table& p) {
       fb::Table& s = Elem(F(p, "segments"), 0);
       F(s, "offset") = fb::UIntValue(reflection::ULong, offset);
