@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,11 +45,11 @@ struct Value {
   enum class Kind : uint8_t { kAbsent, kScalar, kString, kTable, kScalarVector, kOffsetVector };
   Kind kind = Kind::kAbsent;
   reflection::BaseType type = reflection::None;  // scalar type, or vector element type
-  uint64_t bits = 0;                              // kScalar: raw little-endian value
-  std::string str;                                // kString
-  std::shared_ptr<Table> table;                   // kTable (also union values)
-  Bytes scalars;                                  // kScalarVector: raw element bytes
-  std::vector<Value> elems;                       // kOffsetVector: strings or tables
+  uint64_t bits = 0;                             // kScalar: raw little-endian value
+  std::string str;                               // kString
+  std::shared_ptr<Table> table;                  // kTable (also union values)
+  Bytes scalars;                                 // kScalarVector: raw element bytes
+  std::vector<Value> elems;                      // kOffsetVector: strings or tables
 
   bool present() const { return kind != Kind::kAbsent; }
 };
@@ -88,8 +89,7 @@ const Schema& FlatTensorLegacySchema();
 
 // Decodes a verified flatbuffer (root offset at buf[0]) into a tree.
 // `owner` keeps `buf` alive for the scalar-vector views in the result.
-std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t size,
-                              std::shared_ptr<const void> owner);
+std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t size, std::shared_ptr<const void> owner);
 
 struct EncodeOptions {
   Order order = Order::kFlatc;
@@ -99,8 +99,8 @@ struct EncodeOptions {
 };
 
 struct Encoded {
-  std::vector<uint8_t> data;  // finished buffer with file identifier
-  size_t max_force_align = 1; // largest force_align in effect for the schema
+  std::vector<uint8_t> data;   // finished buffer with file identifier
+  size_t max_force_align = 1;  // largest force_align in effect for the schema
 };
 
 Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& options);
@@ -118,6 +118,13 @@ Value StringValue(std::string s);
 Value TableValue(std::shared_ptr<Table> t);
 Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type);
 Value ScalarVector(reflection::BaseType elem_type, Bytes raw);
+// A scalar vector holding a copy of `v` (T must match elem_type's size).
+template <typename T>
+Value ScalarVectorOf(reflection::BaseType elem_type, const std::vector<T>& v) {
+  std::vector<uint8_t> raw(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
+  return ScalarVector(elem_type, Bytes::Own(std::move(raw)));
+}
 uint64_t AsUInt(const Value& v, uint64_t dflt = 0);
 int64_t AsInt(const Value& v, int64_t dflt = 0);
 size_t ScalarSize(reflection::BaseType t);

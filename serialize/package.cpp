@@ -11,6 +11,18 @@
 
 namespace ptepack {
 
+uint64_t ShapeNbytes(int scalar_type, const Bytes& sizes) {
+  size_t es = ScalarTypeSize(scalar_type);
+  if (es == 0) return 0;
+  uint64_t n = es;
+  for (size_t i = 0; i + 4 <= sizes.size; i += 4) {
+    int32_t d = static_cast<int32_t>(LoadU32(sizes.data + i));
+    if (d < 0 || (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))) return 0;
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
 namespace prog {
 
 const fb::Schema& S() { return fb::ProgramSchema(); }
@@ -37,16 +49,7 @@ void ForEachTensor(fb::Table& program,
 }
 
 uint64_t TensorNbytes(const fb::Table& t) {
-  size_t es = ScalarTypeSize(static_cast<int>(fb::AsInt(F(t, "scalar_type"))));
-  if (es == 0) return 0;
-  const auto& sizes = F(t, "sizes");
-  uint64_t n = es;
-  for (size_t i = 0; i + 4 <= sizes.scalars.size; i += 4) {
-    int32_t d = static_cast<int32_t>(LoadU32(sizes.scalars.data + i));
-    if (d < 0 || (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))) return 0;
-    n *= static_cast<uint64_t>(d);
-  }
-  return n;
+  return ShapeNbytes(static_cast<int>(fb::AsInt(F(t, "scalar_type"))), F(t, "sizes").scalars);
 }
 
 }  // namespace prog
@@ -56,12 +59,6 @@ using namespace prog;
 namespace {
 
 fb::Value ByteVector(Bytes b) { return fb::ScalarVector(reflection::UByte, std::move(b)); }
-
-fb::Value U64Vector(const std::vector<uint64_t>& v) {
-  std::vector<uint8_t> raw(v.size() * 8);
-  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
-  return fb::ScalarVector(reflection::ULong, Bytes::Own(std::move(raw)));
-}
 
 std::vector<uint64_t> ReadU64s(const fb::Value& v) {
   std::vector<uint64_t> out(v.scalars.size / 8);
@@ -145,7 +142,7 @@ Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& pt
       }
       F(p, "constant_buffer") = fb::OffsetVector(std::move(bufs), reflection::Obj);
       F(*cseg.table, "segment_index") = fb::Value{};
-      offs = U64Vector({});
+      offs = fb::ScalarVectorOf<uint64_t>(reflection::ULong, {});
     }
   }
 
@@ -212,16 +209,7 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
 
 uint64_t LayoutNbytes(const fb::Table& tl) {
   const auto& FS = fb::FlatTensorSchema();
-  size_t es = ScalarTypeSize(static_cast<int>(fb::AsInt(fb::Field(FS, tl, "scalar_type"))));
-  if (es == 0) return 0;
-  const auto& sizes = fb::Field(FS, tl, "sizes");
-  uint64_t n = es;
-  for (size_t i = 0; i + 4 <= sizes.scalars.size; i += 4) {
-    int32_t d = static_cast<int32_t>(LoadU32(sizes.scalars.data + i));
-    if (d < 0 || (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))) return 0;
-    n *= static_cast<uint64_t>(d);
-  }
-  return n;
+  return ShapeNbytes(static_cast<int>(fb::AsInt(fb::Field(FS, tl, "scalar_type"))), fb::Field(FS, tl, "sizes").scalars);
 }
 
 void UpgradeLegacy(ExternalFile& file) {
@@ -332,8 +320,8 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
       bool ok = true;
       for (size_t i = 0; i + 1 < offs->size() && ok; ++i) {
         uint64_t len = F(*cb.at(i).table, "storage").scalars.size;
-        ok = AlignUp(len, a) == offs->Get(static_cast<flatbuffers::uoffset_t>(i + 1)) -
-                                   offs->Get(static_cast<flatbuffers::uoffset_t>(i));
+        ok = AlignUp(len, a) ==
+             offs->Get(static_cast<flatbuffers::uoffset_t>(i + 1)) - offs->Get(static_cast<flatbuffers::uoffset_t>(i));
       }
       if (ok && (a == 16 || !c.constant_tensor_alignment)) c.constant_tensor_alignment = a;
     }
@@ -361,8 +349,7 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
                AlignUp(ptd->header().flatbuffer_size, std::max<uint32_t>(1, ptd->legacy_tensor_alignment()));
     }
     std::vector<bool> own(ptd->segments().size(), true);
-    c.ptd_segment_alignment =
-        InferSegmentAlignment(fb_end, ptd->header().segment_base_offset, ptd->segments(), own);
+    c.ptd_segment_alignment = InferSegmentAlignment(fb_end, ptd->header().segment_base_offset, ptd->segments(), own);
     for (auto& ef : pkg.external) {
       const auto& entries = ptd->entries();
       for (size_t i = 0; i < ef.entries.size() && i < entries.size(); ++i) {
@@ -391,8 +378,10 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std:
     for (uint64_t a : {32, 8, 64, 4, 1, 128}) aligns.push_back({a, {}});
   }
   for (uint64_t a = 32; a <= 4096; a <<= 1) {
-    if (ta_known) aligns.push_back({c.constant_tensor_alignment, a});
-    else aligns.push_back({a, {}});
+    if (ta_known)
+      aligns.push_back({c.constant_tensor_alignment, a});
+    else
+      aligns.push_back({a, {}});
   }
   Bytes original = pte.file().Sub(0, pte.program_size());
   for (const auto& [ta, da] : aligns) {

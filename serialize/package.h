@@ -27,7 +27,7 @@ struct NamedBlob {
   Bytes data;
   uint64_t alignment = 1;
   std::shared_ptr<fb::Table> tensor_layout;  // flat_tensor_flatbuffer.TensorLayout, optional
-  bool legacy_tensor = false;                 // legacy layout: goes in the shared tensor segment
+  bool legacy_tensor = false;                // legacy layout: goes in the shared tensor segment
 };
 
 // One .ptd file to write: "<tag>.ptd" next to the .pte.
@@ -42,10 +42,10 @@ struct ExternalFile {
 };
 
 struct Package {
-  std::shared_ptr<fb::Table> program;          // executorch_flatbuffer.Program
+  std::shared_ptr<fb::Table> program;  // executorch_flatbuffer.Program
   std::optional<std::vector<Bytes>> mutable_data;
-  std::vector<NamedBlob> named_data;           // blobs stored in the .pte
-  std::vector<ExternalFile> external;          // blobs stored in .ptd files
+  std::vector<NamedBlob> named_data;   // blobs stored in the .pte
+  std::vector<ExternalFile> external;  // blobs stored in .ptd files
 };
 
 // Restores a checked .pte (and its .ptd files) to package form. Throws if
@@ -59,6 +59,10 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag);
 // becomes a named blob of exactly its layout's size (legacy entries carry the
 // padding up to the next tensor).
 void UpgradeLegacy(ExternalFile& file);
+
+// Bytes of a tensor of this type and int32 shape (raw little-endian), 0 if
+// unknown or overflowing.
+uint64_t ShapeNbytes(int scalar_type, const Bytes& sizes);
 
 // Bytes of a flat_tensor_flatbuffer.TensorLayout, 0 if unknown.
 uint64_t LayoutNbytes(const fb::Table& tensor_layout);

@@ -11,9 +11,7 @@ namespace {
 
 template <typename T>
 fb::Value Vec(reflection::BaseType t, const std::vector<T>& v) {
-  std::vector<uint8_t> raw(v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
-  return fb::ScalarVector(t, Bytes::Own(std::move(raw)));
+  return fb::ScalarVectorOf(t, v);
 }
 
 fb::Value Str(const std::string& s) { return fb::StringValue(s); }

@@ -19,10 +19,17 @@ using namespace prog;
 
 namespace {
 
-fb::Value U64Vector(const std::vector<uint64_t>& v) {
-  std::vector<uint8_t> raw(v.size() * 8);
-  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
-  return fb::ScalarVector(reflection::ULong, Bytes::Own(std::move(raw)));
+// Index of the segment holding `data`: an earlier one with the same bytes, or
+// a new one appended to `plan`.
+size_t AddDedupedBlob(SegmentPlan& plan, DedupIndex& dedup, const Bytes& data, uint64_t alignment = 1) {
+  size_t next = plan.segments().size();
+  if (auto existing = dedup.FindOrAdd(data, next)) return *existing;
+  PlannedSegment seg;
+  seg.pieces.push_back(Piece{0, data});
+  seg.size = data.size;
+  seg.alignment = alignment;
+  plan.Add(std::move(seg));
+  return next;
 }
 
 // A lower bound of the encoded size of a tree: the bytes of its strings and
@@ -89,7 +96,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
     PlannedSegment seg = ConcatSegment(items, cfg.tensor_alignment(), &offsets);
     auto so = New("SubsegmentOffsets");
     F(*so, "segment_index") = fb::UIntValue(reflection::UInt, plan.segments().size());
-    F(*so, "offsets") = U64Vector(offsets);
+    F(*so, "offsets") = fb::ScalarVectorOf(reflection::ULong, offsets);
     F(p, "constant_segment") = fb::TableValue(so);
     cb = fb::OffsetVector({}, reflection::Obj);
     plan.Add(std::move(seg));
@@ -102,7 +109,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
     if (seg.size > 0) {
       auto so = New("SubsegmentOffsets");
       F(*so, "segment_index") = fb::UIntValue(reflection::UInt, plan.segments().size());
-      F(*so, "offsets") = U64Vector(offsets);
+      F(*so, "offsets") = fb::ScalarVectorOf(reflection::ULong, offsets);
       F(p, "mutable_data_segments") = fb::OffsetVector({fb::TableValue(so)}, reflection::Obj);
       plan.Add(std::move(seg));
     }
@@ -128,15 +135,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
         seen[idx] = true;
         const Bytes& data = F(*bdd.elems[idx].table, "data").scalars;
         if (data.size > 0) {
-          size_t next = plan.segments().size();
-          auto existing = dedup.FindOrAdd(data, next);
-          size_t si = existing ? *existing : next;
-          if (!existing) {
-            PlannedSegment seg;
-            seg.pieces.push_back(Piece{0, data});
-            seg.size = data.size;
-            plan.Add(std::move(seg));
-          }
+          size_t si = AddDedupedBlob(plan, dedup, data);
           auto ref = New("BackendDelegateDataReference");
           F(*ref, "location") = fb::UIntValue(reflection::Byte, 1);
           F(*ref, "index") = fb::UIntValue(reflection::UInt, si);
@@ -148,7 +147,8 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
       }
     }
     for (size_t i = 0; i < seen.size(); ++i) {
-      if (!seen[i]) throw Error("bad-program", "backend_delegate_data[" + std::to_string(i) + "] is not used by any delegate");
+      if (!seen[i])
+        throw Error("bad-program", "backend_delegate_data[" + std::to_string(i) + "] is not used by any delegate");
     }
     if (bdd.present() || !remaining.empty()) bdd = fb::OffsetVector(std::move(remaining), reflection::Obj);
     out.dedup_bytes_saved += dedup.bytes_saved();
@@ -161,16 +161,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
     std::vector<fb::Value> entries;
     DedupIndex dedup;
     for (const auto& blob : pkg.named_data) {
-      size_t next = plan.segments().size();
-      auto existing = dedup.FindOrAdd(blob.data, next);
-      size_t si = existing ? *existing : next;
-      if (!existing) {
-        PlannedSegment seg;
-        seg.pieces.push_back(Piece{0, blob.data});
-        seg.size = blob.data.size;
-        seg.alignment = blob.alignment;
-        plan.Add(std::move(seg));
-      }
+      size_t si = AddDedupedBlob(plan, dedup, blob.data, blob.alignment);
       auto e = New("NamedData");
       F(*e, "key") = fb::StringValue(blob.key);
       F(*e, "segment_index") = fb::UIntValue(reflection::UInt, si);
@@ -205,8 +196,8 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   } else {
     ExtendedHeader h;
     h.has_segment_data_size = !cfg.legacy_extended_header;
-    uint64_t padded = AlignUp(h.has_segment_data_size ? kExtendedHeaderLength : kExtendedHeaderMinLength,
-                              enc.max_force_align);
+    uint64_t padded =
+        AlignUp(h.has_segment_data_size ? kExtendedHeaderLength : kExtendedHeaderMinLength, enc.max_force_align);
     h.program_size = padded + enc.data.size();
     h.segment_base_offset = AlignUp(h.program_size, cfg.segment_alignment);
     h.segment_data_size = plan.data_size();
@@ -263,18 +254,10 @@ PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) 
   out.segments.Add(std::move(tensor_seg));
   for (const auto& e : file.entries) {
     if (e.legacy_tensor) continue;
-    size_t next = out.segments.segments().size();
-    auto existing = named_dedup.FindOrAdd(e.data, next);
-    if (!existing) {
-      PlannedSegment seg;
-      seg.pieces.push_back(Piece{0, e.data});
-      seg.size = e.data.size;
-      seg.alignment = e.alignment;
-      out.segments.Add(std::move(seg));
-    }
+    size_t si = AddDedupedBlob(out.segments, named_dedup, e.data, e.alignment);
     auto nd = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.NamedData");
     fb::Field(LS, *nd, "key") = fb::StringValue(e.key);
-    fb::Field(LS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, existing ? *existing : next);
+    fb::Field(LS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, si);
     named.push_back(fb::TableValue(nd));
   }
   out.segments.Place(segment_alignment);
@@ -321,16 +304,7 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   std::set<std::string> keys;
   for (const auto& e : file.entries) {
     if (!keys.insert(e.key).second) throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
-    size_t next = out.segments.segments().size();
-    auto existing = dedup.FindOrAdd(e.data, next);
-    size_t si = existing ? *existing : next;
-    if (!existing) {
-      PlannedSegment seg;
-      seg.pieces.push_back(Piece{0, e.data});
-      seg.size = e.data.size;
-      seg.alignment = e.alignment;
-      out.segments.Add(std::move(seg));
-    }
+    size_t si = AddDedupedBlob(out.segments, dedup, e.data, e.alignment);
     auto nd = fb::NewTable(FS, "flat_tensor_flatbuffer.NamedData");
     fb::Field(FS, *nd, "key") = fb::StringValue(e.key);
     fb::Field(FS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, si);
