@@ -110,7 +110,20 @@ void PtdFile::Parse(const ReadOptions& opts) {
   vo.max_depth = opts.max_depth;
   vo.max_tables = opts.max_tables;
   flatbuffers::Verifier v(d, static_cast<size_t>(fb_end), vo);
-  if (ftb::VerifyFlatTensorBuffer(v)) {
+  bool current = ftb::VerifyFlatTensorBuffer(v);
+  if (current) {
+    // A legacy FlatTensor can pass the current verifier by accident (its
+    // tensor_alignment scalar read as the segments offset). The current
+    // schema has nothing in the legacy segments/named_data slots.
+    using Legacy = flat_tensor_legacy_flatbuffer::FlatTensor;
+    const auto* root = flatbuffers::GetRoot<flatbuffers::Table>(d);
+    if (root->GetOptionalFieldOffset(Legacy::VT_SEGMENTS) != 0 ||
+        root->GetOptionalFieldOffset(Legacy::VT_NAMED_DATA) != 0) {
+      flatbuffers::Verifier lv(d, static_cast<size_t>(fb_end), vo);
+      current = !flat_tensor_legacy_flatbuffer::VerifyFlatTensorBuffer(lv);
+    }
+  }
+  if (current) {
     ft_ = ftb::GetFlatTensor(d);
   } else {
     flatbuffers::Verifier lv(d, static_cast<size_t>(fb_end), vo);

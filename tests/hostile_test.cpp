@@ -1046,7 +1046,8 @@ TEST(FuzzRegressions, ExpectedFindings) {
                                          {"pte-union-tag-without-value.pte", "missing-field"},
                                          {"pte-misaligned-u64-vector.pte", "flatbuffer-misaligned"},
                                          {"ptd-legacy-huge-tensor-alignment.ptd", "bad-alignment"},
-                                         {"ptd-non-utf8-key.ptd", "non-utf8"}}) {
+                                         {"ptd-non-utf8-key.ptd", "non-utf8"},
+                                         {"ptd-key-with-nul.ptd", nullptr}}) {
     Buf b = testing::ReadFile(RegressionDir() + "/" + c.file);
     std::string name = c.file;
     std::unique_ptr<PteFile> pte;
