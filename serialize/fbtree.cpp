@@ -19,9 +19,7 @@ namespace {
 
 [[noreturn]] void Fail(const std::string& msg) { throw Error("fbtree", msg); }
 
-bool IsScalarType(reflection::BaseType t) {
-  return t >= reflection::UType && t <= reflection::Double;
-}
+bool IsScalarType(reflection::BaseType t) { return t >= reflection::UType && t <= reflection::Double; }
 
 uint64_t ReadBits(const uint8_t* p, size_t n) {
   uint64_t v = 0;
@@ -32,11 +30,16 @@ uint64_t ReadBits(const uint8_t* p, size_t n) {
 // Sign- or zero-extends a raw value of type t into int64.
 int64_t ToInt(reflection::BaseType t, uint64_t bits) {
   switch (t) {
-    case reflection::Byte: return static_cast<int8_t>(bits);
-    case reflection::Short: return static_cast<int16_t>(bits);
-    case reflection::Int: return static_cast<int32_t>(bits);
-    case reflection::Long: return static_cast<int64_t>(bits);
-    default: return static_cast<int64_t>(bits);
+    case reflection::Byte:
+      return static_cast<int8_t>(bits);
+    case reflection::Short:
+      return static_cast<int16_t>(bits);
+    case reflection::Int:
+      return static_cast<int32_t>(bits);
+    case reflection::Long:
+      return static_cast<int64_t>(bits);
+    default:
+      return static_cast<int64_t>(bits);
   }
 }
 
@@ -167,8 +170,7 @@ class Emitter {
     PreAlign(len_bytes, 4);
     PreAlign(len_bytes, elemsize);
   }
-  uint32_t CreateScalarVector(const uint8_t* data, size_t count, size_t elemsize,
-                              size_t force_align) {
+  uint32_t CreateScalarVector(const uint8_t* data, size_t count, size_t elemsize, size_t force_align) {
     StartVector(count * elemsize, elemsize, force_align, count);
     PushBytes(data, count * elemsize);
     return PushScalar(count, 4);
@@ -344,8 +346,7 @@ class Decoder {
         v.str.assign(s->c_str(), s->size());
       } else if (bt == reflection::Obj) {
         v.kind = Value::Kind::kTable;
-        v.table = DecodeTable(s_.ObjectAt(f->type()->index()),
-                              ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        v.table = DecodeTable(s_.ObjectAt(f->type()->index()), ft->GetPointer<const flatbuffers::Table*>(f->offset()));
       } else if (bt == reflection::Union) {
         const reflection::Field* tf = id > 0 ? fields[id - 1] : nullptr;
         uint8_t tag = tf ? ft->GetField<uint8_t>(tf->offset(), 0) : 0;
@@ -375,8 +376,8 @@ class Decoder {
               e.str.assign(s->c_str(), s->size());
             } else if (et == reflection::Obj) {
               e.kind = Value::Kind::kTable;
-              e.table = DecodeTable(s_.ObjectAt(f->type()->index()),
-                                    reinterpret_cast<const flatbuffers::Table*>(target));
+              e.table =
+                  DecodeTable(s_.ObjectAt(f->type()->index()), reinterpret_cast<const flatbuffers::Table*>(target));
             } else {
               Fail("unsupported vector element type in " + f->name()->str());
             }
@@ -398,9 +399,12 @@ class Decoder {
 
 const char* OrderName(Order o) {
   switch (o) {
-    case Order::kFlatc: return "flatc";
-    case Order::kFlatcLegacy: return "flatc-legacy";
-    case Order::kPythonObjectApi: return "python";
+    case Order::kFlatc:
+      return "flatc";
+    case Order::kFlatcLegacy:
+      return "flatc-legacy";
+    case Order::kPythonObjectApi:
+      return "python";
   }
   return "?";
 }
@@ -420,16 +424,21 @@ size_t ScalarSize(reflection::BaseType t) {
     case reflection::UType:
     case reflection::Bool:
     case reflection::Byte:
-    case reflection::UByte: return 1;
+    case reflection::UByte:
+      return 1;
     case reflection::Short:
-    case reflection::UShort: return 2;
+    case reflection::UShort:
+      return 2;
     case reflection::Int:
     case reflection::UInt:
-    case reflection::Float: return 4;
+    case reflection::Float:
+      return 4;
     case reflection::Long:
     case reflection::ULong:
-    case reflection::Double: return 8;
-    default: return 4;
+    case reflection::Double:
+      return 8;
+    default:
+      return 4;
   }
 }
 
@@ -468,9 +477,7 @@ const reflection::Object* Schema::UnionMember(int union_index, uint8_t tag) cons
   return &ObjectAt(ev->union_type()->index());
 }
 
-std::string Schema::FileIdent() const {
-  return schema_->file_ident() ? schema_->file_ident()->str() : std::string();
-}
+std::string Schema::FileIdent() const { return schema_->file_ident() ? schema_->file_ident()->str() : std::string(); }
 
 const Schema& ProgramSchema() {
   static const Schema s(schema::k_program_bfbs, schema::k_program_bfbs_size);
@@ -577,12 +584,8 @@ Value ScalarVector(reflection::BaseType elem_type, Bytes raw) {
   return v;
 }
 
-uint64_t AsUInt(const Value& v, uint64_t dflt) {
-  return v.kind == Value::Kind::kScalar ? v.bits : dflt;
-}
+uint64_t AsUInt(const Value& v, uint64_t dflt) { return v.kind == Value::Kind::kScalar ? v.bits : dflt; }
 
-int64_t AsInt(const Value& v, int64_t dflt) {
-  return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits) : dflt;
-}
+int64_t AsInt(const Value& v, int64_t dflt) { return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits) : dflt; }
 
 }  // namespace ptepack::fb

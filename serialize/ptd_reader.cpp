@@ -44,8 +44,8 @@ void PtdFile::Parse(const ReadOptions& opts) {
   const uint64_t size = file_.size;
   const uint8_t* d = file_.data;
   if (size < 8) {
-    report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0,
-                  ">= 8 bytes", std::to_string(size) + " bytes");
+    report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0, ">= 8 bytes",
+                  std::to_string(size) + " bytes");
     return;
   }
   if (std::memcmp(d + 4, kFlatTensorId, 4) != 0) {
@@ -74,8 +74,7 @@ void PtdFile::Parse(const ReadOptions& opts) {
                   ">= " + std::to_string(kFlatTensorHeaderLength) + " and within the file", std::to_string(h.length));
     return;
   }
-  if (h.flatbuffer_offset > UINT64_MAX - h.flatbuffer_size ||
-      h.flatbuffer_offset + h.flatbuffer_size > size) {
+  if (h.flatbuffer_offset > UINT64_MAX - h.flatbuffer_size || h.flatbuffer_offset + h.flatbuffer_size > size) {
     report_.Error("program-size-past-eof", "flatbuffer_offset + flatbuffer_size runs past the end of the file", 16,
                   "<= " + std::to_string(size),
                   std::to_string(h.flatbuffer_offset) + " + " + std::to_string(h.flatbuffer_size));
@@ -190,8 +189,10 @@ void PtdFile::Parse(const ReadOptions& opts) {
       segments_.push_back(span);
     }
   };
-  if (ft_) check_segments(ft_->segments());
-  else check_segments(legacy_->segments());
+  if (ft_)
+    check_segments(ft_->segments());
+  else
+    check_segments(legacy_->segments());
 
   auto layout_of = [](PtdEntry& e, int st, const flatbuffers::Vector<int32_t>* sizes,
                       const flatbuffers::Vector<uint8_t>* dims) {
@@ -271,8 +272,10 @@ void PtdFile::Parse(const ReadOptions& opts) {
       uint64_t n = es;
       bool bad = false;
       for (int32_t dim : e.sizes) {
-        if (dim < 0 || (dim != 0 && n > UINT64_MAX / static_cast<uint64_t>(dim))) bad = true;
-        else n *= static_cast<uint64_t>(dim);
+        if (dim < 0 || (dim != 0 && n > UINT64_MAX / static_cast<uint64_t>(dim)))
+          bad = true;
+        else
+          n *= static_cast<uint64_t>(dim);
       }
       if (bad) {
         report_.Error("bad-shape", name + " has a negative or overflowing shape", e.table_offset);

@@ -38,8 +38,8 @@ bool IsValidUtf8(const char* s, size_t n) {
       if ((p[i + k] & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (p[i + k] & 0x3F);
     }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
       return false;
     }
     i += len;
@@ -120,22 +120,22 @@ void PteFile::Parse(const ReadOptions& opts) {
   const uint64_t size = file_.size;
   const uint8_t* d = file_.data;
   if (size < 8) {
-    report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0,
-                  ">= 8 bytes", std::to_string(size) + " bytes");
+    report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0, ">= 8 bytes",
+                  std::to_string(size) + " bytes");
     return;
   }
   std::string id(reinterpret_cast<const char*>(d + 4), 4);
   if (id != kProgramId) {
     auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
     if (id[0] == 'E' && id[1] == 'T' && alnum(id[2]) && alnum(id[3])) {
-      report_.Error("unsupported-version", "program schema version not supported by this reader", 4,
-                    "\"ET12\"", "\"" + id + "\"");
+      report_.Error("unsupported-version", "program schema version not supported by this reader", 4, "\"ET12\"",
+                    "\"" + id + "\"");
     } else {
       std::string hint;
       if (id == kFlatTensorId) hint = " (this looks like a .ptd FlatTensor file)";
       if (id.rfind("BP", 0) == 0) hint = " (this looks like a BundledProgram .bpte file)";
-      report_.Error("bad-magic", "not an ExecuTorch program: wrong file identifier" + hint, 4,
-                    "\"ET12\"", "bytes " + Hex(LoadU32(d + 4)));
+      report_.Error("bad-magic", "not an ExecuTorch program: wrong file identifier" + hint, 4, "\"ET12\"",
+                    "bytes " + Hex(LoadU32(d + 4)));
     }
     return;
   }
@@ -143,8 +143,7 @@ void PteFile::Parse(const ReadOptions& opts) {
   if (size >= 12 && std::memcmp(d + 8, kExtendedHeaderMagic, 4) == 0) {
     if (size < 8 + kExtendedHeaderMinLength) {
       report_.Error("truncated", "file ends inside the extended header", size,
-                    ">= " + std::to_string(8 + kExtendedHeaderMinLength) + " bytes",
-                    std::to_string(size) + " bytes");
+                    ">= " + std::to_string(8 + kExtendedHeaderMinLength) + " bytes", std::to_string(size) + " bytes");
       return;
     }
     ExtendedHeader h;
@@ -177,8 +176,8 @@ void PteFile::Parse(const ReadOptions& opts) {
     program_size_ = h.program_size;
     segment_base_offset_ = h.segment_base_offset;
     if (h.segment_base_offset != 0 && h.segment_base_offset < h.program_size) {
-      report_.Error("segment-base-overlaps-program", "segment base offset lies inside the program data",
-                    24, ">= " + std::to_string(h.program_size), std::to_string(h.segment_base_offset));
+      report_.Error("segment-base-overlaps-program", "segment base offset lies inside the program data", 24,
+                    ">= " + std::to_string(h.program_size), std::to_string(h.segment_base_offset));
     }
     if (h.segment_base_offset > size) {
       report_.Error("segment-base-past-eof", "segment base offset is past the end of the file", 24,
@@ -186,9 +185,8 @@ void PteFile::Parse(const ReadOptions& opts) {
     }
     if (h.has_segment_data_size && h.segment_data_size > 0) {
       if (h.segment_base_offset > UINT64_MAX - h.segment_data_size) {
-        report_.Error("segment-overflow", "segment base offset + segment data size overflows", 32,
-                      "a sum below 2^64", std::to_string(h.segment_base_offset) + " + " +
-                                               std::to_string(h.segment_data_size));
+        report_.Error("segment-overflow", "segment base offset + segment data size overflows", 32, "a sum below 2^64",
+                      std::to_string(h.segment_base_offset) + " + " + std::to_string(h.segment_data_size));
       } else if (h.segment_base_offset + h.segment_data_size > size) {
         report_.Error("truncated", "file is shorter than the header's segment data says", size,
                       std::to_string(h.segment_base_offset + h.segment_data_size) + " bytes",
@@ -197,8 +195,8 @@ void PteFile::Parse(const ReadOptions& opts) {
     }
   }
   if (program_size_ > FLATBUFFERS_MAX_BUFFER_SIZE) {
-    report_.Error("flatbuffer-too-large", "program flatbuffer exceeds the FlatBuffers 2 GiB limit", 0,
-                  "< 2 GiB", std::to_string(program_size_) + " bytes");
+    report_.Error("flatbuffer-too-large", "program flatbuffer exceeds the FlatBuffers 2 GiB limit", 0, "< 2 GiB",
+                  std::to_string(program_size_) + " bytes");
     return;
   }
   flatbuffers::Verifier::Options vo;
@@ -255,12 +253,13 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
   const auto* segs = p.segments();
   size_t nseg = segs ? segs->size() : 0;
   bool any_data = false;
-  for (size_t i = 0; i < nseg; ++i) any_data = any_data || segs->Get(static_cast<flatbuffers::uoffset_t>(i))->size() > 0;
+  for (size_t i = 0; i < nseg; ++i)
+    any_data = any_data || segs->Get(static_cast<flatbuffers::uoffset_t>(i))->size() > 0;
   if (any_data && segment_base_offset_ == 0) {
     // ExecuTorch omits the header when all segments are empty; that is fine.
     report_.Error("segments-without-header",
-                  "program lists segments but has no extended header giving their base offset", 8,
-                  "an eh00 header", header_ ? "segment_base_offset 0" : "no header");
+                  "program lists segments but has no extended header giving their base offset", 8, "an eh00 header",
+                  header_ ? "segment_base_offset 0" : "no header");
   }
   uint64_t prev_end = 0;
   for (size_t i = 0; i < nseg; ++i) {
@@ -269,11 +268,9 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
     span.offset = s->offset();
     span.size = s->size();
     const std::string name = Idx("segments", i);
-    bool overflow = span.offset > UINT64_MAX - span.size ||
-                    segment_base_offset_ > UINT64_MAX - span.offset - span.size;
+    bool overflow = span.offset > UINT64_MAX - span.size || segment_base_offset_ > UINT64_MAX - span.offset - span.size;
     if (overflow) {
-      report_.Error("segment-overflow", name + " offset + size overflows 64 bits", at(s),
-                    "a sum below 2^64",
+      report_.Error("segment-overflow", name + " offset + size overflows 64 bits", at(s), "a sum below 2^64",
                     "offset " + std::to_string(span.offset) + " + size " + std::to_string(span.size));
     } else {
       span.file_offset = segment_base_offset_ + span.offset;
@@ -286,14 +283,13 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
       }
       if (header_ && header_->has_segment_data_size && header_->segment_data_size > 0 &&
           span.offset + span.size > header_->segment_data_size) {
-        report_.Error("segment-out-of-range", name + " ends past the header's segment data size",
-                      span.file_offset, "end <= " + std::to_string(header_->segment_data_size),
+        report_.Error("segment-out-of-range", name + " ends past the header's segment data size", span.file_offset,
+                      "end <= " + std::to_string(header_->segment_data_size),
                       "end " + std::to_string(span.offset + span.size));
       }
       if (i > 0 && span.offset < prev_end) {
-        report_.Error("segment-overlap", name + " overlaps or precedes the previous segment",
-                      span.file_offset, "offset >= " + std::to_string(prev_end),
-                      std::to_string(span.offset));
+        report_.Error("segment-overlap", name + " overlaps or precedes the previous segment", span.file_offset,
+                      "offset >= " + std::to_string(prev_end), std::to_string(span.offset));
       }
       prev_end = std::max(prev_end, span.offset + span.size);
       if (opts.segment_alignment > 1 && span.file_offset % opts.segment_alignment != 0) {
@@ -322,8 +318,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
   uint64_t cseg_size = 0, cseg_file_off = 0;
   if (n_const_offsets > 0 && n_const_buffers > 0) {
     report_.Error("constants-in-both", "both constant_buffer and constant_segment hold constants", at(cseg),
-                  "only one of them", std::to_string(n_const_buffers) + " buffers and " +
-                                          std::to_string(n_const_offsets) + " offsets");
+                  "only one of them",
+                  std::to_string(n_const_buffers) + " buffers and " + std::to_string(n_const_offsets) + " offsets");
   }
   if (n_const_offsets > 0) {
     if (seg_ok(cseg->segment_index(), "constant_segment.segment_index", cseg)) {
@@ -358,8 +354,7 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
           if (o > ssize) {
             report_.Error("constant-offset-out-of-range",
                           Idx(Idx("mutable_data_segments", i) + ".offsets", k) + " is past the segment end",
-                          segments_[m->segment_index()].file_offset, "<= " + std::to_string(ssize),
-                          std::to_string(o));
+                          segments_[m->segment_index()].file_offset, "<= " + std::to_string(ssize), std::to_string(o));
           }
         }
       }
@@ -376,8 +371,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
       const auto* e = nd->Get(static_cast<flatbuffers::uoffset_t>(i));
       check_str(e->key(), Idx("named_data", i) + ".key", true);
       if (e->key() && !keys.insert(e->key()->str()).second) {
-        report_.Error("duplicate-key", "named data key \"" + e->key()->str() + "\" appears more than once",
-                      at(e), "unique keys", "duplicate");
+        report_.Error("duplicate-key", "named data key \"" + e->key()->str() + "\" appears more than once", at(e),
+                      "unique keys", "duplicate");
       }
       seg_ok(e->segment_index(), Idx("named_data", i) + ".segment_index", e);
     }
@@ -410,7 +405,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
     auto check_list = [&](const flatbuffers::Vector<int32_t>* l, const std::string& what, const void* where,
                           bool allow_neg1 = false) {
       if (!l) return;
-      for (size_t k = 0; k < l->size(); ++k) val_ok(l->Get(static_cast<flatbuffers::uoffset_t>(k)), Idx(what, k), where, allow_neg1);
+      for (size_t k = 0; k < l->size(); ++k)
+        val_ok(l->Get(static_cast<flatbuffers::uoffset_t>(k)), Idx(what, k), where, allow_neg1);
     };
     check_list(plan->inputs(), "inputs", plan);
     check_list(plan->outputs(), "outputs", plan);
@@ -439,8 +435,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
           report_.Error("missing-field", dn + " has no processed data reference", at(dl));
         } else if (pr->location() == efb::DataLocation::INLINE) {
           if (pr->index() >= n_inline) {
-            report_.Error("index-out-of-range", dn + ".processed.index is not a backend_delegate_data index",
-                          at(pr), "< " + std::to_string(n_inline), std::to_string(pr->index()));
+            report_.Error("index-out-of-range", dn + ".processed.index is not a backend_delegate_data index", at(pr),
+                          "< " + std::to_string(n_inline), std::to_string(pr->index()));
           }
         } else if (pr->location() == efb::DataLocation::SEGMENT) {
           seg_ok(pr->index(), dn + ".processed.index", pr);
@@ -507,8 +503,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
               uint64_t mid = ai->memory_id();
               size_t nb = ncbs ? ncbs->size() : 0;
               if (mid == 0 || mid >= nb) {  // the runtime uses memory_id - 1; id 0 is reserved
-                report_.Error("index-out-of-range", tn + ".allocation_info.memory_id is not a planned buffer",
-                              at(ai), "1.." + std::to_string(nb == 0 ? 0 : nb - 1), std::to_string(mid));
+                report_.Error("index-out-of-range", tn + ".allocation_info.memory_id is not a planned buffer", at(ai),
+                              "1.." + std::to_string(nb == 0 ? 0 : nb - 1), std::to_string(mid));
               } else {
                 uint64_t off = (static_cast<uint64_t>(ai->memory_offset_high()) << 32) | ai->memory_offset_low();
                 int64_t bsz = ncbs->Get(static_cast<flatbuffers::uoffset_t>(mid));
@@ -542,8 +538,7 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
               uint64_t o = cseg->offsets()->Get(dbi);
               if (o > cseg_size || *nbytes > cseg_size - o) {
                 report_.Error("tensor-out-of-range", tn + " data runs past the end of the constant segment",
-                              cseg_file_off + std::min(o, cseg_size),
-                              "offset + nbytes <= " + std::to_string(cseg_size),
+                              cseg_file_off + std::min(o, cseg_size), "offset + nbytes <= " + std::to_string(cseg_size),
                               std::to_string(o) + " + " + std::to_string(*nbytes));
               }
               uint64_t fo = cseg_file_off + o;
@@ -551,7 +546,7 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                 // ExecuTorch loads such files (constant_tensor_alignment < element
                 // size is allowed), but strict-alignment CPUs fault on them.
                 report_.Warn("tensor-misaligned", tn + " data is not aligned for its element type", fo,
-                              "multiple of " + std::to_string(es), "alignment " + std::to_string(AlignmentOf(fo)));
+                             "multiple of " + std::to_string(es), "alignment " + std::to_string(AlignmentOf(fo)));
               }
               if (opts.tensor_alignment > 1 && o % opts.tensor_alignment != 0) {
                 report_.Error("tensor-misaligned", tn + " data is not at the requested tensor alignment", fo,
@@ -567,8 +562,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
               }
               if (st_vec && have > 0 && at(st_vec->data()) % es != 0) {
                 report_.Warn("tensor-misaligned", tn + " inline data is not aligned for its element type",
-                              at(st_vec->data()), "multiple of " + std::to_string(es),
-                              "alignment " + std::to_string(AlignmentOf(at(st_vec->data()))));
+                             at(st_vec->data()), "multiple of " + std::to_string(es),
+                             "alignment " + std::to_string(AlignmentOf(at(st_vec->data()))));
               }
             }
             break;
@@ -603,8 +598,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
             case efb::InstructionArguments::KernelCall: {
               const auto* k = ins->instr_args_as_KernelCall();
               if (k->op_index() < 0 || static_cast<size_t>(k->op_index()) >= nops) {
-                report_.Error("index-out-of-range", pn + ": " + in + " calls an operator that does not exist",
-                              at(k), "< " + std::to_string(nops), std::to_string(k->op_index()));
+                report_.Error("index-out-of-range", pn + ": " + in + " calls an operator that does not exist", at(k),
+                              "< " + std::to_string(nops), std::to_string(k->op_index()));
               }
               check_list(k->args(), in + ".args", k);
               break;
@@ -612,8 +607,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
             case efb::InstructionArguments::DelegateCall: {
               const auto* k = ins->instr_args_as_DelegateCall();
               if (k->delegate_index() < 0 || static_cast<size_t>(k->delegate_index()) >= ndel) {
-                report_.Error("index-out-of-range", pn + ": " + in + " calls a delegate that does not exist",
-                              at(k), "< " + std::to_string(ndel), std::to_string(k->delegate_index()));
+                report_.Error("index-out-of-range", pn + ": " + in + " calls a delegate that does not exist", at(k),
+                              "< " + std::to_string(ndel), std::to_string(k->delegate_index()));
               }
               check_list(k->args(), in + ".args", k);
               break;
@@ -671,8 +666,7 @@ void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
       if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
       const std::string key = eti->fully_qualified_name()->str();
       if (!keys.count(key)) {
-        report_.Error("dangling-external-key",
-                      "external tensor \"" + key + "\" is not in any given .ptd file",
+        report_.Error("dangling-external-key", "external tensor \"" + key + "\" is not in any given .ptd file",
                       static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(eti) - file_.data),
                       "a key in the .ptd named_data", "missing");
       }

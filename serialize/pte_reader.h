@@ -45,8 +45,7 @@ class PteFile {
   // Maps `path`. I/O errors throw ptepack::Error; content problems are
   // collected in report().
   static std::unique_ptr<PteFile> Open(const std::string& path, const ReadOptions& opts = {});
-  static std::unique_ptr<PteFile> FromBytes(Bytes data, std::string name,
-                                            const ReadOptions& opts = {});
+  static std::unique_ptr<PteFile> FromBytes(Bytes data, std::string name, const ReadOptions& opts = {});
 
   const Report& report() const { return report_; }
   Report& mutable_report() { return report_; }

@@ -25,7 +25,9 @@ struct PteLayout {
   SegmentPlan segments;
   std::vector<ExternalFile> external;  // .ptd files to write alongside
   uint64_t dedup_bytes_saved = 0;
-  uint64_t total_size() const { return segments.empty() || segments.data_size() == 0 ? head.size() : segment_base_offset + segments.data_size(); }
+  uint64_t total_size() const {
+    return segments.empty() || segments.data_size() == 0 ? head.size() : segment_base_offset + segments.data_size();
+  }
 };
 
 struct PtdLayout {

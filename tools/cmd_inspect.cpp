@@ -51,8 +51,7 @@ void AddCommon(CLI::App* c, Common& o) {
   c->add_option("--ptd", o.ptds, "External data file(s) the program refers to; checks every external key")
       ->check(CLI::ExistingFile);
   c->add_flag("--json", o.json, "Print machine-readable JSON instead of text");
-  c->add_option("--segment-alignment", o.segment_alignment,
-                "Also require every segment to start at a multiple of N");
+  c->add_option("--segment-alignment", o.segment_alignment, "Also require every segment to start at a multiple of N");
   c->add_option("--tensor-alignment", o.tensor_alignment,
                 "Also require every constant tensor to start at a multiple of N within its segment");
 }
