@@ -24,45 +24,8 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
-// Runs `ptepack ARGS`; stdout is captured through popen, stderr through a file.
-RunResult RunCli(const std::vector<std::string>& args) {
-  static int counter = 0;
-  std::string err_path = TempDir("cli_stderr_" + std::to_string(counter++)) + "/stderr";
-  std::string cmd = Quote(PTEPACK_CLI);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(err_path);
-  RunResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream ef(err_path);
-  std::stringstream ss;
-  ss << ef.rdbuf();
-  r.err = ss.str();
-  return r;
-}
+using testing::RunCli;
+using testing::RunResult;
 
 json RunJson(const std::vector<std::string>& args, int want_exit = 0) {
   RunResult r = RunCli(args);

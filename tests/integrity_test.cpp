@@ -46,36 +46,8 @@ void FlipByte(const std::string& path, uint64_t off) {
   WriteFile(path, v);
 }
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-RunResult RunCli(const std::vector<std::string>& args) {
-  static int counter = 0;
-  std::string err_path = TempDir("integrity_stderr_" + std::to_string(counter++)) + "/stderr";
-  auto quote = [](const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  };
-  std::string cmd = quote(PTEPACK_CLI);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " 2>" + quote(err_path);
-  RunResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream ef(err_path);
-  std::stringstream ss;
-  ss << ef.rdbuf();
-  r.err = ss.str();
-  return r;
-}
+using testing::RunCli;
+using testing::RunResult;
 
 // conv2d_quantized.pte (hand-checked in reader_test.cpp): eh00 program size
 // 2416, segment base 2432, one 9664-byte constant segment, 12096 bytes.

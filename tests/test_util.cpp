@@ -1,11 +1,15 @@
 #include "tests/test_util.h"
 
 #include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 
 namespace ptepack::testing {
@@ -39,6 +43,45 @@ std::vector<std::string> PteFixtures() {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+}  // namespace
+
+RunResult RunCli(const std::vector<std::string>& args) {
+  static int counter = 0;
+  // The pid keeps parallel test processes (ctest -j) out of each other's way.
+  std::string err_path =
+      TempDir("cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)) + "/stderr";
+  std::string cmd = Quote(PTEPACK_CLI);
+  for (const auto& a : args) cmd += " " + Quote(a);
+  cmd += " 2>" + Quote(err_path);
+  RunResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream ef(err_path);
+  std::stringstream ss;
+  ss << ef.rdbuf();
+  r.err = ss.str();
+  return r;
 }
 
 }  // namespace ptepack::testing

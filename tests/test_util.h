@@ -11,6 +11,16 @@ std::vector<uint8_t> ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::vector<uint8_t>& data);
 // A fresh empty directory under the test temp dir.
 std::string TempDir(const std::string& name);
+// What a run of the ptepack CLI printed and returned.
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs `ptepack ARGS` (each argument shell-quoted); stdout is captured through
+// popen, stderr through a file.
+RunResult RunCli(const std::vector<std::string>& args);
+
 // Names of the .pte fixtures.
 std::vector<std::string> PteFixtures();
 

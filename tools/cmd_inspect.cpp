@@ -10,11 +10,6 @@
 namespace ptepack::cli {
 namespace {
 
-bool IsPtd(const std::string& path) {
-  auto m = MappedFile::Open(path);
-  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
-}
-
 struct Loaded {
   std::unique_ptr<PteFile> pte;
   std::unique_ptr<PtdFile> lone_ptd;  // when FILE itself is a .ptd
@@ -28,7 +23,7 @@ struct Loaded {
 
 Loaded Load(const std::string& file, const std::vector<std::string>& ptd_paths, const ReadOptions& ro) {
   Loaded l;
-  if (IsPtd(file)) {
+  if (IsPtdFile(file)) {
     l.lone_ptd = PtdFile::Open(file, ro);
     return l;
   }
@@ -57,6 +52,11 @@ void AddCommon(CLI::App* c, Common& o) {
 }
 
 }  // namespace
+
+bool IsPtdFile(const std::string& path) {
+  auto m = MappedFile::Open(path);
+  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
+}
 
 void RegisterInspect(CLI::App& app) {
   auto o = std::make_shared<Common>();

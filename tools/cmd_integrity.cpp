@@ -13,11 +13,6 @@
 namespace ptepack::cli {
 namespace {
 
-bool LooksLikePtd(const std::string& path) {
-  auto m = MappedFile::Open(path);
-  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
-}
-
 struct ChecksumOpts {
   std::vector<std::string> files;
   bool json = false;
@@ -77,7 +72,7 @@ void RegisterChecksum(CLI::App& app) {
     std::vector<std::unique_ptr<PtdFile>> ptds;
     std::vector<const Report*> reports;
     for (const auto& f : o->files) {
-      if (LooksLikePtd(f)) {
+      if (IsPtdFile(f)) {
         ptds.push_back(PtdFile::Open(f));
         reports.push_back(&ptds.back()->report());
       } else {

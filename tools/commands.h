@@ -28,6 +28,9 @@ void RegisterExtract(CLI::App& app);
 void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
 
+// True if `path` starts like a .ptd (FlatTensor) file.
+bool IsPtdFile(const std::string& path);
+
 // Prints progress for long writes on stderr when it is a terminal.
 std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet);
 
