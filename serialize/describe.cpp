@@ -40,6 +40,7 @@ json ValueSummary(const efb::ExecutionPlan& plan, int32_t idx) {
   j["kind"] = KernelTypeName(v->val_type());
   if (v->val_type() == efb::KernelTypes::Tensor) {
     const auto* t = v->val_as_Tensor();
+    if (t == nullptr) return j;  // tag without a value (reported by the reader)
     j["dtype"] = ScalarTypeName(static_cast<int>(t->scalar_type()));
     json sizes = json::array();
     if (t->sizes()) {
@@ -198,6 +199,7 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
           const auto* v = plan->values()->Get(vi);
           if (v->val_type() != efb::KernelTypes::Tensor) continue;
           const auto* t = v->val_as_Tensor();
+          if (t == nullptr) continue;
           const auto* eti = t->extra_tensor_info();
           if (eti && eti->location() == efb::TensorDataLocation::EXTERNAL) {
             std::string key = eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : "";

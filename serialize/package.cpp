@@ -256,10 +256,9 @@ uint64_t InferSegmentAlignment(uint64_t start, uint64_t base, const std::vector<
 
 }  // namespace
 
-InferredConfig InferConfig(const PteFile& pte, const Package& pkg_in, const std::vector<const PtdFile*>& ptds) {
+InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds) {
   InferredConfig out;
   BackendConfig& c = out.config;
-  Package& pkg = const_cast<Package&>(pkg_in);  // blob alignments are refined in place
   const auto* program = pte.program();
   c.legacy_extended_header = pte.header() && !pte.header()->has_segment_data_size;
   // A program without execution plans is valid (the reader only warns).

@@ -70,13 +70,14 @@ uint64_t LayoutNbytes(const fb::Table& tensor_layout);
 // The config that reproduces `pte` (and `ptds`) from their package form:
 // alignments, header flavour, and the flatbuffer producer whose byte layout
 // matches. `exact` is set when a candidate re-encodes the flatbuffer to the
-// very same bytes.
+// very same bytes. Also sets the alignment each named blob of `pkg` needs to
+// land where it was.
 struct InferredConfig {
   BackendConfig config;
   bool exact = false;
   std::string note;
 };
-InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds = {});
+InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds = {});
 
 // Helpers on the program tree used by layout code.
 namespace prog {

@@ -73,7 +73,7 @@ void RegisterInspect(CLI::App& app) {
     Loaded l = Load(o->file, o->ptds, ro);
     nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
     if (o->json) {
-      std::cout << d.dump(2) << "\n";
+      std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << (l.pte ? RenderPteText(d) : RenderPtdText(d));
     }
@@ -126,7 +126,7 @@ void RegisterVerify(CLI::App& app) {
       nlohmann::json j{{"file", o->file}, {"valid", ok}, {"findings", FindingsJson(reports)}};
       if (!ir.files.empty()) j["checksums"] = ManifestJson(ir.files)["files"];
       if (!io->write_manifest.empty() && !ir.files.empty()) j["manifest_written"] = io->write_manifest;
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       for (const Report* r : reports) {
         for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";

@@ -96,7 +96,7 @@ void RegisterChecksum(CLI::App& app) {
       nlohmann::json j = ManifestJson(ir.files);
       j["valid"] = ok;
       j["findings"] = FindingsJson(reports);
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       for (const Report* r : reports) {
         for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
@@ -155,7 +155,8 @@ void RegisterBundle(CLI::App& app) {
   l->callback([lo]() {
     BundleInfo info = ReadBundle(lo->first);
     if (lo->second) {
-      std::cout << nlohmann::json{{"bundle", lo->first}, {"size", info.size}, {"files", MembersJson(info)}}.dump(2)
+      std::cout << nlohmann::json{{"bundle", lo->first}, {"size", info.size}, {"files", MembersJson(info)}}.dump(
+                       2, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     } else {
       std::printf("%s: %llu bytes, %zu file(s)\n", lo->first.c_str(), static_cast<unsigned long long>(info.size),

@@ -132,7 +132,7 @@ void WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vec
   bool ok = CheckOutputs(r, f.quiet, &j);
   j["config"] = cfg.ToJson();
   j.update(extra);
-  if (f.json) std::cout << j.dump(2) << "\n";
+  if (f.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   g_exit = ok ? kOk : kFailed;
 }
 
@@ -290,7 +290,7 @@ void RegisterExtract(CLI::App& app) {
     }
     index["external"] = ext;
     AtomicFile f(o->dir + "/index.json");
-    std::string s = index.dump(2);
+    std::string s = index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     f.Write(s.data(), s.size());
     f.Commit();
     std::cout << "extracted to " << o->dir << "\n";
