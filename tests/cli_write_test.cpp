@@ -138,3 +138,24 @@ TEST(CliWrite, RepackRefusesToOverwriteItsInput) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// Every regression input the fuzzers found: inspect (text and JSON) must
+// report, not crash: exit 0 (valid) or 1 (invalid), never a signal or 2.
+TEST(CliInspect, RegressionInputsAreReportedNotCrashedOn) {
+  std::string dir = Testdata("regressions");
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    for (const char* mode : {"inspect ", "inspect --json "}) {
+      CliResult r = Cli(mode + e.path().string());
+      EXPECT_TRUE(r.code == 0 || r.code == 1) << mode << e.path() << " exited " << r.code;
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 6u);
+}
+
+}  // namespace
+}  // namespace ptepack
