@@ -27,6 +27,15 @@ std::atomic<bool> g_kernel_copy{true};
   throw Error(std::move(f));
 }
 
+// A mapped source file got shorter while we copied from it.
+[[noreturn]] void ThrowSourceEnded(const std::string& path) {
+  Finding f;
+  f.code = "input-changed";
+  f.file = path;
+  f.message = "a source file ended early (was it truncated while writing?)";
+  throw Error(std::move(f));
+}
+
 }  // namespace
 
 Bytes Bytes::Copy(const void* p, size_t n) {
@@ -258,11 +267,7 @@ uint64_t AtomicFile::CopyFrom(int src_fd, uint64_t src_off, uint64_t n) {
       ThrowErrno("write-failed", "cannot copy data into output", path_);
     }
     if (r == 0) {
-      Finding f;
-      f.code = "input-changed";
-      f.file = path_;
-      f.message = "a source file ended early (was it truncated while writing?)";
-      throw Error(std::move(f));
+      ThrowSourceEnded(path_);
     }
     done += static_cast<uint64_t>(r);
     fd_pos_ += static_cast<uint64_t>(r);
@@ -365,11 +370,7 @@ void AtomicFile::ReadFrom(int fd, uint64_t off, uint64_t n) {
       ThrowErrno("read-failed", "cannot read a source file", path_);
     }
     if (r == 0) {
-      Finding f;
-      f.code = "input-changed";
-      f.file = path_;
-      f.message = "a source file ended early (was it truncated while writing?)";
-      throw Error(std::move(f));
+      ThrowSourceEnded(path_);
     }
     buf_len_ += static_cast<size_t>(r);
     offset_ += static_cast<uint64_t>(r);
