@@ -61,6 +61,48 @@ uint64_t PayloadBytes(const fb::Table& t) {
   return n;
 }
 
+// ExecuTorch's emitter stores identical delegate payloads once
+// (backend_delegate_data_cache in _emitter.py): delegates whose processed
+// bytes are equal share one inline entry. A package restored from a file
+// with extracted (per-segment deduplicated) delegates has one inline entry per
+// delegate; written inline again, equal payloads become one entry, numbered
+// in order of first use. Nothing changes when there are no duplicates.
+void DedupInlineDelegateData(fb::Table& p) {
+  auto& bdd = F(p, "backend_delegate_data");
+  const size_t n = bdd.elems.size();
+  if (n < 2) return;
+  DedupIndex dedup;
+  std::vector<size_t> rep(n);
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    Bytes data = bdd.elems[i].table ? F(*bdd.elems[i].table, "data").scalars : Bytes{};
+    auto same = dedup.FindOrAdd(data, i);
+    rep[i] = same ? *same : i;
+    any = any || same.has_value();
+  }
+  if (!any) return;
+  std::vector<uint64_t> remap(n);
+  std::vector<fb::Value> kept;
+  for (size_t i = 0; i < n; ++i) {
+    if (rep[i] == i) {
+      remap[i] = kept.size();
+      kept.push_back(bdd.elems[i]);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) remap[i] = remap[rep[i]];
+  for (auto& pl : F(p, "execution_plan").elems) {
+    if (!pl.table) continue;
+    for (auto& del : F(*pl.table, "delegates").elems) {
+      if (!del.table) continue;
+      auto& processed = F(*del.table, "processed");
+      if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 0) continue;
+      uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
+      if (idx < n) F(*processed.table, "index") = fb::UIntValue(reflection::UInt, remap[idx]);
+    }
+  }
+  bdd.elems = std::move(kept);
+}
+
 }  // namespace
 
 void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments) {
@@ -116,6 +158,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   }
 
   // Delegate payloads.
+  if (!cfg.extract_delegate_segments) DedupInlineDelegateData(p);
   if (cfg.extract_delegate_segments) {
     auto& bdd = F(p, "backend_delegate_data");
     std::vector<fb::Value> remaining;
