@@ -683,10 +683,11 @@ struct Ours {
   std::map<std::string, std::vector<uint8_t>> ptd;
 };
 
-Ours WriteOurs(const Case& c) {
+Ours WriteOurs(const Case& c, fb::Order order) {
   Twin t;
   c.build(t);
   BackendConfig cfg = c.config.ToBackendConfig();
+  cfg.flatbuffer_order = order;
   PteLayout l = LayoutPte(t.Build(), cfg);
   Ours o;
   o.pte = RenderPte(l);
@@ -773,61 +774,82 @@ TEST_F(PyOracle, SerializerBytesMatchExecuTorch) {
   std::vector<Case> cases = Cases();
   ASSERT_GE(cases.size(), 30u);
   Oracle o = RunOracle(cases, "pyoracle_bytes");
-  int identical = 0, explained = 0, files = 0;
+  int identical = 0, explained = 0, files = 0, compared = 0, flatc_refused = 0;
   std::set<std::string> used_explanations;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    ASSERT_TRUE(o.manifest.contains(c.name)) << "no oracle output for " << c.name;
-    const json& r = o.manifest[c.name];
-    ASSERT_FALSE(r.contains("error")) << r.value("traceback", std::string());
-    Ours ours = WriteOurs(c);
-    std::vector<std::pair<std::string, bool>> same;  // file, identical
-    Ours theirs;
-    theirs.pte = ReadFile(o.dir + "/" + r["pte"].get<std::string>());
-    same.emplace_back(c.name + ".pte", theirs.pte == ours.pte);
-    std::string why_pte = theirs.pte == ours.pte ? "" : FirstDifference(ours.pte, theirs.pte);
-    std::set<std::string> their_tags;
-    std::string why_ptd;
-    for (const auto& [tag, rel] : r["ptd"].items()) {
-      their_tags.insert(tag);
-      std::vector<uint8_t> tp = ReadFile(o.dir + "/" + rel.get<std::string>());
-      theirs.ptd[tag] = tp;
-      auto it = ours.ptd.find(tag);
-      bool eq = it != ours.ptd.end() && it->second == tp;
-      same.emplace_back(tag + ".ptd", eq);
-      if (!eq) why_ptd += tag + ".ptd: " + (it == ours.ptd.end() ? "missing" : FirstDifference(it->second, tp)) + "; ";
-    }
-    for (const auto& [tag, bytes] : ours.ptd) {
-      if (!their_tags.count(tag)) {
-        same.emplace_back(tag + ".ptd", false);
-        why_ptd += tag + ".ptd written by ptepack only; ";
+  // Each case twice: the object-API flatbuffer of today's serializer, and
+  // the JSON + flatc flatbuffer ExecuTorch wrote before (name.flatc).
+  for (const auto& [suffix, order] : {std::pair<std::string, fb::Order>{"", fb::Order::kPythonObjectApi},
+                                      std::pair<std::string, fb::Order>{".flatc", fb::Order::kFlatc}}) {
+    for (const Case& c : cases) {
+      const std::string name = c.name + suffix;
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(o.manifest.contains(name)) << "no oracle output for " << name;
+      const json& r = o.manifest[name];
+      if (suffix == ".flatc" && r.contains("error")) {
+        // flatc 2.0.8 refuses force_align above 32 on a vector: the JSON path
+        // never wrote inline delegate data aligned more than that.
+        // (flatc says "unexpected force_align value" on stderr; see python.log.)
+        EXPECT_NE(r["error"].get<std::string>().find("'flatc', '--binary'"), std::string::npos)
+            << r["traceback"].get<std::string>();
+        EXPECT_TRUE(!c.config.extract && c.config.delegate_alignment && *c.config.delegate_alignment > 32);
+        ++flatc_refused;
+        continue;
       }
-    }
-    if (!why_pte.empty() || !why_ptd.empty()) {  // keep ours beside theirs for a look
-      WriteFile(o.dir + "/" + c.name + ".ptepack.pte", ours.pte);
-      for (const auto& [tag, bytes] : ours.ptd) WriteFile(o.dir + "/" + c.name + "/" + tag + ".ptepack.ptd", bytes);
-    }
-    bool all = true;
-    for (const auto& s : same) {
-      all = all && s.second;
-      ++files;
-    }
-    auto exp = kExpectedDifferences.find(c.name);
-    if (exp == kExpectedDifferences.end()) {
-      EXPECT_TRUE(all) << c.name << " differs from ExecuTorch: " << why_pte << " " << why_ptd;
-      if (all) ++identical;
-    } else {
-      EXPECT_FALSE(all) << c.name << " is now identical; remove its expected difference";
-      exp->second.check(ours, theirs);
-      used_explanations.insert(c.name);
-      ++explained;
+      ASSERT_FALSE(r.contains("error")) << r.value("traceback", std::string());
+      ++compared;
+      Ours ours = WriteOurs(c, order);
+      std::vector<std::pair<std::string, bool>> same;  // file, identical
+      Ours theirs;
+      theirs.pte = ReadFile(o.dir + "/" + r["pte"].get<std::string>());
+      same.emplace_back(c.name + ".pte", theirs.pte == ours.pte);
+      std::string why_pte = theirs.pte == ours.pte ? "" : FirstDifference(ours.pte, theirs.pte);
+      std::set<std::string> their_tags;
+      std::string why_ptd;
+      for (const auto& [tag, rel] : r["ptd"].items()) {
+        their_tags.insert(tag);
+        std::vector<uint8_t> tp = ReadFile(o.dir + "/" + rel.get<std::string>());
+        theirs.ptd[tag] = tp;
+        auto it = ours.ptd.find(tag);
+        bool eq = it != ours.ptd.end() && it->second == tp;
+        same.emplace_back(tag + ".ptd", eq);
+        if (!eq)
+          why_ptd += tag + ".ptd: " + (it == ours.ptd.end() ? "missing" : FirstDifference(it->second, tp)) + "; ";
+      }
+      for (const auto& [tag, bytes] : ours.ptd) {
+        if (!their_tags.count(tag)) {
+          same.emplace_back(tag + ".ptd", false);
+          why_ptd += tag + ".ptd written by ptepack only; ";
+        }
+      }
+      if (!why_pte.empty() || !why_ptd.empty()) {  // keep ours beside theirs for a look
+        WriteFile(o.dir + "/" + name + ".ptepack.pte", ours.pte);
+        for (const auto& [tag, bytes] : ours.ptd) WriteFile(o.dir + "/" + name + "/" + tag + ".ptepack.ptd", bytes);
+      }
+      bool all = true;
+      for (const auto& s : same) {
+        all = all && s.second;
+        ++files;
+      }
+      auto exp = kExpectedDifferences.find(c.name);
+      if (exp == kExpectedDifferences.end()) {
+        EXPECT_TRUE(all) << name << " differs from ExecuTorch: " << why_pte << " " << why_ptd;
+        if (all) ++identical;
+      } else {
+        EXPECT_FALSE(all) << name << " is now identical; remove its expected difference";
+        exp->second.check(ours, theirs);
+        used_explanations.insert(c.name);
+        ++explained;
+      }
     }
   }
   for (const auto& [name, e] : kExpectedDifferences) {
     EXPECT_TRUE(used_explanations.count(name)) << "expected difference for unknown case " << name;
   }
-  std::printf("[pyoracle] cases: %zu, files compared: %d, identical cases: %d, explained differences: %d\n",
-              cases.size(), files, identical, explained);
+  std::printf(
+      "[pyoracle] programs: %zu, oracle outputs compared: %d (python order + flatc order; flatc refused %d), files "
+      "compared: %d, identical: %d, explained differences: %d\n",
+      cases.size(), compared, flatc_refused, files, identical, explained);
+  EXPECT_EQ(identical + explained, compared);
 }
 
 // Every oracle-made .pte (with its .ptd files) through `ptepack repack` with
@@ -837,13 +859,11 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
   Oracle o = RunOracle(cases, "pyoracle_repack");
   std::string out_dir = TempDir("pyoracle_repack_out");
   int reproduced = 0, total = 0;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    ASSERT_TRUE(o.manifest.contains(c.name));
-    const json& r = o.manifest[c.name];
-    ASSERT_FALSE(r.contains("error")) << r.value("traceback", std::string());
+  for (const auto& [name, r] : o.manifest.items()) {
+    SCOPED_TRACE(name);
+    if (r.contains("error")) continue;  // flatc's force_align limit, checked above
     std::string in = o.dir + "/" + r["pte"].get<std::string>();
-    std::string dir = out_dir + "/" + c.name;
+    std::string dir = out_dir + "/" + name;
     std::filesystem::create_directories(dir);
     std::vector<std::string> args = {"repack", in};
     for (const auto& [tag, rel] : r["ptd"].items()) {
@@ -856,7 +876,7 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
     auto res = RunCli(args);
     ASSERT_EQ(res.exit_code, 0) << res.err;
     bool ok = ReadFile(dir + "/out.pte") == ReadFile(in);
-    EXPECT_TRUE(ok) << "repack changed " << c.name
+    EXPECT_TRUE(ok) << "repack changed " << name
                     << ".pte: " << FirstDifference(ReadFile(dir + "/out.pte"), ReadFile(in));
     for (const auto& [tag, rel] : r["ptd"].items()) {
       std::vector<uint8_t> orig = ReadFile(o.dir + "/" + rel.get<std::string>());
@@ -868,6 +888,7 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
   }
   std::printf("[pyoracle] repack: %d of %d oracle-made files reproduced byte for byte\n", reproduced, total);
   EXPECT_EQ(reproduced, total);
+  EXPECT_GE(total, 100);
 }
 
 }  // namespace

@@ -42,6 +42,8 @@ The EmitterOutput then goes through upstream's serialize_for_executorch with a
 FlatTensorSerializer whose segment alignment is the config's (as
 to_executorch does). Writes OUT_DIR/<name>.pte, OUT_DIR/<name>/<tag>.ptd and
 OUT_DIR/manifest.json ({name: {"pte": file, "ptd": {tag: file}} or {"error": msg}}).
+Every case is written a second time as <name>.flatc with the flatbuffer made
+the way ExecuTorch made it before the object API (JSON + `flatc --binary`).
 """
 
 import hashlib
@@ -220,7 +222,26 @@ def _plan(m, cfg, state: _ProgramState) -> S.ExecutionPlan:
     )
 
 
-def serialize_case(case, out_dir: str):
+def _program_to_flatbuffer_via_flatc(program, *, constant_tensor_alignment=None, delegate_alignment=None):
+    """The flatbuffer step as ExecuTorch did it before the object API (2023-2025):
+    the Program as JSON, compiled by `flatc --binary` against the schema with
+    the alignments patched in. Built from upstream's own helpers."""
+    import tempfile
+
+    from executorch.exir._serialize import _flatbuffer
+    from executorch.exir._serialize._program import _program_to_json
+
+    with tempfile.TemporaryDirectory() as d:
+        info = _flatbuffer._prepare_schema(d, constant_tensor_alignment, delegate_alignment)
+        json_path = os.path.join(d, "data.json")
+        with open(json_path, "wb") as f:
+            f.write(_program_to_json(program).encode("ascii"))
+        _flatbuffer._flatc_compile(d, info.root_path, json_path)
+        with open(os.path.join(d, "data.pte"), "rb") as f:
+            return _flatbuffer._FlatbufferResult(data=f.read(), max_alignment=info.max_alignment)
+
+
+def serialize_case(case, out_dir: str, suffix: str = ""):
     cfg = case["config"]
     state = _ProgramState()
     plans = [_plan(m, cfg, state) for m in sorted(case["methods"], key=lambda m: m["name"])]
@@ -252,7 +273,7 @@ def serialize_case(case, out_dir: str):
     pte, ptds = serialize_for_executorch(
         emitter_output, config, serializer, store.get_named_data_store_output()
     )
-    name = case["name"]
+    name = case["name"] + suffix
     result = {"pte": name + ".pte", "ptd": {}}
     with open(os.path.join(out_dir, result["pte"]), "wb") as f:
         f.write(bytes(pte))
@@ -275,14 +296,20 @@ def main() -> int:
     out_dir = sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     manifest = {}
-    for case in cases:
-        try:
-            manifest[case["name"]] = serialize_case(case, out_dir)
-        except Exception as e:  # recorded per case; the test decides
-            manifest[case["name"]] = {
-                "error": f"{type(e).__name__}: {e}",
-                "traceback": traceback.format_exc(),
-            }
+    from executorch.exir._serialize import _program
+
+    object_api = _program._program_to_flatbuffer
+    for suffix, to_flatbuffer in (("", object_api), (".flatc", _program_to_flatbuffer_via_flatc)):
+        _program._program_to_flatbuffer = to_flatbuffer
+        for case in cases:
+            try:
+                manifest[case["name"] + suffix] = serialize_case(case, out_dir, suffix)
+            except Exception as e:  # recorded per case; the test decides
+                manifest[case["name"] + suffix] = {
+                    "error": f"{type(e).__name__}: {e}",
+                    "traceback": traceback.format_exc(),
+                }
+    _program._program_to_flatbuffer = object_api
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     return 0
