@@ -143,7 +143,9 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
     }
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
     std::string key = !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
-    NamedBlob b{key, data, cfg.tensor_alignment(), LayoutFor(t)};
+    // Alignment 1, as serialize_for_executorch adds external constants to its
+    // NamedDataStore: in the .ptd they are aligned to its segment alignment.
+    NamedBlob b{key, data, 1, LayoutFor(t)};
     AddEntry(FileFor(pkg, *tag), std::move(b));
     if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));
     F(*eti.table, "fully_qualified_name") = fb::StringValue(key);
