@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "serialize/package.h"
 #include "serialize/program_builder.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
@@ -728,39 +730,11 @@ std::vector<uint64_t> PtdSegmentOffsets(const std::vector<uint8_t>& ptd) {
   return out;
 }
 
-const std::map<std::string, ExpectedDifference> kExpectedDifferences = {
-    {"external_cta256",
-     {"ptepack aligns tensors it moves to a .ptd to lcm(.ptd segment alignment, constant_tensor_alignment); "
-      "ExecuTorch's serialize_for_executorch adds external constants to its NamedDataStore with alignment 1, so "
-      "only the segment alignment (128) applies. The .pte is identical; the .ptd holds the same entries, "
-      "ptepack's at multiples of 256.",
-      [](const Ours& ours, const Ours& theirs) {
-        EXPECT_TRUE(ours.pte == theirs.pte);
-        ASSERT_EQ(ours.ptd.size(), 1u);
-        ASSERT_EQ(theirs.ptd.size(), 1u);
-        std::vector<uint64_t> mine = PtdSegmentOffsets(ours.ptd.at("model"));
-        std::vector<uint64_t> other = PtdSegmentOffsets(theirs.ptd.at("model"));
-        ASSERT_EQ(mine.size(), other.size());
-        ASSERT_EQ(mine.size(), 2u);
-        EXPECT_EQ(mine[0], 0u);
-        EXPECT_EQ(other[0], 0u);
-        EXPECT_EQ(mine[1], 256u);   // the 64-byte embedding, then 256-aligned
-        EXPECT_EQ(other[1], 128u);  // 128-aligned
-      }}},
-    {"mutable_twin_buffers",
-     {"ExecuTorch's emitter stores equal initial states of two unnamed mutable buffers once (its "
-      "cached_spec_mutable_hash_values); ProgramBuilder, like ExecuTorch with emit_mutable_buffer_names, keeps "
-      "one entry per buffer. Same values at load; ptepack's file holds the 16 bytes twice.",
-      [](const Ours& ours, const Ours& theirs) {
-        auto [our_n, our_idx] = MutableView(ours.pte);
-        auto [their_n, their_idx] = MutableView(theirs.pte);
-        EXPECT_EQ(our_n, their_n + 1);  // one more initial state
-        // k_cache and v_cache: distinct entries in ours, one shared entry in theirs.
-        ASSERT_EQ(our_idx.size(), their_idx.size());
-        std::set<uint32_t> ours_set(our_idx.begin(), our_idx.end()), theirs_set(their_idx.begin(), their_idx.end());
-        EXPECT_EQ(ours_set.size(), theirs_set.size() + 1);
-      }}},
-};
+// Empty today: every case is byte-identical. (ptepack's former differences
+// are now ExecuTorch's rules, tested without the oracle in
+// ExecuTorchEmitterRules below: equal unnamed mutable initial states stored
+// once; tensors moved to a .ptd aligned to its segment alignment only.)
+const std::map<std::string, ExpectedDifference> kExpectedDifferences = {};
 
 class PyOracle : public ::testing::Test {
  protected:
@@ -889,6 +863,176 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
   std::printf("[pyoracle] repack: %d of %d oracle-made files reproduced byte for byte\n", reproduced, total);
   EXPECT_EQ(reproduced, total);
   EXPECT_GE(total, 100);
+}
+
+// ---- ExecuTorch's emitter rules, without the oracle ----
+// Facts read from exir/emit/_emitter.py and exir/_serialize/_serialize.py,
+// checked on ptepack's output (these run where ../shared/oracles is absent).
+
+std::vector<uint8_t> Write(const std::function<void(Twin&)>& build, const CaseConfig& cc, Ours* ours = nullptr) {
+  Case c{"x", build, cc};
+  Ours o = WriteOurs(c, fb::Order::kPythonObjectApi);
+  if (ours) *ours = o;
+  return o.pte;
+}
+
+std::unique_ptr<PteFile> Open(const std::vector<uint8_t>& pte) {
+  auto f = PteFile::FromBytes(Bytes::Copy(pte.data(), pte.size()), "x.pte");
+  EXPECT_TRUE(f->ok()) << (f->report().findings().empty() ? "" : f->report().findings().front().ToString());
+  return f;
+}
+
+size_t Occurrences(const std::vector<uint8_t>& hay, const std::vector<uint8_t>& needle) {
+  size_t n = 0;
+  for (auto it = hay.begin(); (it = std::search(it, hay.end(), needle.begin(), needle.end())) != hay.end(); ++it) ++n;
+  return n;
+}
+
+TEST(ExecuTorchEmitterRules, EqualInlineDelegatePayloadsAreStoredOnce) {
+  CaseConfig cc;
+  cc.extract = false;
+  std::vector<uint8_t> pte = Write([](Twin& t) { DelegateProgram(t, 3, 50, true, true); }, cc);
+  auto f = Open(pte);
+  ASSERT_EQ(f->program()->backend_delegate_data()->size(), 1u);
+  for (const auto* d : *f->program()->execution_plan()->Get(0)->delegates()) {
+    EXPECT_EQ(d->processed()->location(), executorch_flatbuffer::DataLocation::INLINE);
+    EXPECT_EQ(d->processed()->index(), 0u);
+  }
+  EXPECT_EQ(Occurrences(pte, Pattern(50, 100)), 1u);
+  // Different payloads keep one entry each, in order.
+  pte = Write([](Twin& t) { DelegateProgram(t, 3, 50, false, true); }, cc);
+  f = Open(pte);
+  ASSERT_EQ(f->program()->backend_delegate_data()->size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(f->program()->execution_plan()->Get(0)->delegates()->Get(i)->processed()->index(), i);
+  }
+}
+
+TEST(ExecuTorchEmitterRules, EqualUnnamedMutableStatesAreStoredOnce) {
+  // k_cache and v_cache have the same 16 initial bytes; lin.weight differs.
+  std::vector<uint8_t> pte = Write([](Twin& t) { MutableProgram(t, true); }, CaseConfig{});
+  auto [entries, idx] = MutableView(pte);
+  EXPECT_EQ(entries, 3u);  // placeholder, k_cache (= v_cache), lin.weight
+  // Planned tensors in order: x, k_cache, count, lin.weight, v_cache, y.
+  EXPECT_EQ(idx, (std::vector<uint32_t>{0, 1, 0, 2, 1, 0}));
+  EXPECT_EQ(Occurrences(pte, Pattern(16, 5)), 1u);
+  // With names emitted every buffer keeps its own entry.
+  CaseConfig named;
+  named.emit_mutable_buffer_names = true;
+  std::tie(entries, idx) = MutableView(Write([](Twin& t) { MutableProgram(t, true); }, named));
+  EXPECT_EQ(entries, 4u);
+  EXPECT_EQ(idx, (std::vector<uint32_t>{0, 1, 0, 2, 3, 0}));
+}
+
+TEST(ExecuTorchEmitterRules, ExternalTensorsIndexDistinctContents) {
+  // wq and wk hold the same bytes: one external_constant_buffer entry.
+  CaseConfig cc;
+  for (const char* w : {"tok_embeddings.weight", "layers.0.attention.wq.weight", "layers.0.attention.wk.weight",
+                        "norm.weight", "output.weight"}) {
+    cc.external[w] = "model";
+  }
+  Ours ours;
+  std::vector<uint8_t> pte = Write([](Twin& t) { WeightsProgram(t, true); }, cc, &ours);
+  auto f = Open(pte);
+  std::vector<uint32_t> ext;
+  for (const auto* v : *f->program()->execution_plan()->Get(0)->values()) {
+    const auto* t = v->val_as_Tensor();
+    if (t && t->extra_tensor_info() &&
+        t->extra_tensor_info()->location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL) {
+      ext.push_back(t->data_buffer_idx());
+    }
+  }
+  EXPECT_EQ(ext, (std::vector<uint32_t>{0, 1, 1, 2, 3}));
+  ASSERT_EQ(ours.ptd.count("model"), 1u);
+  EXPECT_EQ(PtdSegmentOffsets(ours.ptd["model"]).size(), 4u);  // five keys, four blobs
+}
+
+TEST(ExecuTorchEmitterRules, ExternalMutableWeightsKeepTheirNames) {
+  CaseConfig cc;
+  cc.external_mutable_tag = "model";  // names not emitted
+  Ours ours;
+  auto f = Open(Write([](Twin& t) { MutableProgram(t); }, cc, &ours));
+  std::map<std::string, bool> external;  // fqn -> planned
+  for (const auto* v : *f->program()->execution_plan()->Get(0)->values()) {
+    const auto* t = v->val_as_Tensor();
+    if (t && t->extra_tensor_info() && t->extra_tensor_info()->fully_qualified_name()) {
+      EXPECT_EQ(t->extra_tensor_info()->location(), executorch_flatbuffer::TensorDataLocation::EXTERNAL);
+      external[t->extra_tensor_info()->fully_qualified_name()->str()] = t->allocation_info() != nullptr;
+    }
+  }
+  EXPECT_EQ(external, (std::map<std::string, bool>{{"k_cache", true}, {"lin.weight", true}}));
+  ASSERT_EQ(ours.ptd.count("model"), 1u);
+  auto ptd = PtdFile::FromBytes(Bytes::Copy(ours.ptd["model"].data(), ours.ptd["model"].size()), "model.ptd");
+  ASSERT_TRUE(ptd->ok());
+  std::vector<std::string> keys;
+  for (const auto& e : ptd->entries()) keys.push_back(e.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"k_cache", "lin.weight"}));
+}
+
+TEST(ExecuTorchEmitterRules, PtdTensorsAlignedToThePtdSegmentAlignmentOnly) {
+  CaseConfig cc;
+  cc.external["tok_embeddings.weight"] = "model";  // 64 bytes
+  cc.external["norm.weight"] = "model";
+  cc.constant_tensor_alignment = 256;
+  Ours ours;
+  std::vector<uint8_t> pte = Write([](Twin& t) { WeightsProgram(t); }, cc, &ours);
+  EXPECT_EQ(PtdSegmentOffsets(ours.ptd["model"]), (std::vector<uint64_t>{0, 128}));
+  // Constants kept in the .pte still follow constant_tensor_alignment.
+  auto f = Open(pte);
+  for (uint64_t off : *f->program()->constant_segment()->offsets()) EXPECT_EQ(off % 256, 0u);
+}
+
+// Repack infers the delegate alignment from the file alone.
+// `da_at_most`: the file cannot tell delegate alignments up to `da` apart.
+void ExpectInferred(const std::function<void(Twin&)>& build, const CaseConfig& cc, bool extract,
+                    std::optional<uint64_t> da, bool da_at_most = false) {
+  std::vector<uint8_t> pte = Write(build, cc);
+  auto f = Open(pte);
+  Package pkg = PackageFromPte(*f);
+  InferredConfig inf = InferConfig(*f, pkg);
+  ASSERT_TRUE(inf.exact) << inf.note;
+  EXPECT_EQ(inf.config.flatbuffer_order, fb::Order::kPythonObjectApi);
+  EXPECT_EQ(inf.config.extract_delegate_segments, extract);
+  if (da_at_most) {
+    ASSERT_TRUE(inf.config.delegate_alignment.has_value());
+    EXPECT_LE(*inf.config.delegate_alignment, *da);
+  } else {
+    EXPECT_EQ(inf.config.delegate_alignment, da);
+  }
+  EXPECT_FALSE(inf.config.constant_tensor_alignment.has_value());
+  EXPECT_TRUE(RenderPte(LayoutPte(pkg, inf.config)) == pte);
+}
+
+TEST(ExecuTorchEmitterRules, InferDelegateAlignmentWithoutConstants) {
+  for (uint64_t da : {32u, 64u, 256u, 1024u}) {
+    SCOPED_TRACE(da);
+    CaseConfig inl;
+    inl.extract = false;
+    inl.delegate_alignment = da;
+    ExpectInferred([](Twin& t) { DelegateProgram(t, 2, 77, false, false); }, inl, false, da);
+    CaseConfig ext;
+    ext.delegate_alignment = da;  // shows only in the header padding
+    if (da > 32) ExpectInferred([](Twin& t) { DelegateProgram(t, 2, 77, false, false); }, ext, true, da);
+  }
+}
+
+TEST(ExecuTorchEmitterRules, InferDelegateAlignmentBelowTheDefault) {
+  for (uint64_t da : {1u, 2u, 4u, 8u}) {
+    SCOPED_TRACE(da);
+    CaseConfig cc;
+    cc.extract = false;
+    cc.delegate_alignment = da;
+    // Payload sizes that leave the next vector unaligned for 16. A vector's
+    // data follows its 4-byte length, so 1, 2 and 4 write the same bytes.
+    ExpectInferred([](Twin& t) { DelegateProgram(t, 3, 13, false, true); }, cc, false, std::max<uint64_t>(da, 4),
+                   da <= 4);
+  }
+}
+
+TEST(ExecuTorchEmitterRules, InferExtractionWhenEveryPayloadIsEmpty) {
+  // Extraction keeps empty payloads inline, one entry per delegate; ExecuTorch's
+  // default (extract on) must be inferred.
+  ExpectInferred([](Twin& t) { DelegateProgram(t, 2, 0, false, true, true); }, CaseConfig{}, true, std::nullopt);
 }
 
 }  // namespace
