@@ -84,6 +84,7 @@ struct CaseConfig {
   bool emit_mutable_buffer_names = false;
   std::map<std::string, std::string> external;  // constant fqn -> tag (ExecuTorch's constant_tag)
   std::optional<std::string> external_mutable_tag;
+  std::optional<std::string> external_all_tag;  // external_constants = true, every constant to this tag
 
   BackendConfig ToBackendConfig() const {
     BackendConfig c;
@@ -105,6 +106,10 @@ struct CaseConfig {
       c.external_mutable_weights = true;
       c.external_tag = *external_mutable_tag;
     }
+    if (external_all_tag) {
+      c.external_constants = true;
+      c.external_tag = *external_all_tag;
+    }
     // to_executorch gives FlatTensorSerializer the program's segment alignment.
     c.ptd_segment_alignment = segment_alignment;
     c.flatbuffer_order = fb::Order::kPythonObjectApi;
@@ -121,6 +126,7 @@ struct CaseConfig {
     j["external_constants"] = json::object();
     for (const auto& [k, v] : external) j["external_constants"][k] = v;
     j["external_mutable_weights_tag"] = external_mutable_tag ? json(*external_mutable_tag) : json(nullptr);
+    j["external_constants_all_tag"] = external_all_tag ? json(*external_all_tag) : json(nullptr);
     return j;
   }
 };
@@ -602,6 +608,34 @@ std::vector<Case> Cases() {
         c.external["bias"] = "frozen";
         c.emit_mutable_buffer_names = true;
       }));
+  // external_constants = true: ExecuTorch tags every constant "_default_external_constant".
+  add("add_external_true", add_prog, Cfg([](auto& c) { c.external_all_tag = "_default_external_constant"; }));
+  add("multi_method_external_true_seg32", MultiMethodProgram, Cfg([](auto& c) {
+        c.external_all_tag = "_default_external_constant";
+        c.segment_alignment = 32;
+      }));
+  // Delegates in two methods with the same payload: one segment, or one inline entry.
+  auto two_methods = [](Twin& t) {
+    DelegateProgram(t, 1, 60, true, true, false, "encoder");
+    DelegateProgram(t, 2, 60, true, false, false, "forward");
+  };
+  add("delegate_two_methods_shared", two_methods);
+  add("delegate_two_methods_shared_inline_da32", two_methods, Cfg([](auto& c) {
+        c.extract = false;
+        c.delegate_alignment = 32;
+      }));
+  // Methods that only return a constant, like ExecuTorch's prim getters.
+  add("prim_getters", [](Twin& t) {
+    AddProgram(t);
+    auto& g = t.AddMethod("get_max_seq_len");
+    g.Int(128);
+    g.Outputs({0});
+    g.ContainerMeta("", "I");
+    auto& u = t.AddMethod("use_kv_cache");
+    u.Bool(true);
+    u.Outputs({0});
+    u.ContainerMeta("", "B");
+  });
   add(
       "everything",
       [](Twin& t) {

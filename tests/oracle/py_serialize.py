@@ -14,7 +14,8 @@ the test built it with ptepack's ProgramBuilder, in program.fbs field names:
                 "constant_tensor_alignment": int|null, "delegate_alignment": int|null,
                 "emit_stacktrace": bool, "emit_mutable_buffer_names": bool,
                 "external_constants": {fqn: tag, ...},      # constant_tag per tensor
-                "external_mutable_weights_tag": str|null},  # tag of trainable weights
+                "external_mutable_weights_tag": str|null,   # tag of trainable weights
+                "external_constants_all_tag": str|null},    # external_constants=True
      "methods": [{"name": str, "container_meta_type": {...}|null,
                   "values": [EValue JSON ({"val_type": "Int", "val": {"int_val": 1}}),
                              or a Tensor with "constant": {"data": hex, "fqn": str|null}
@@ -137,7 +138,9 @@ def _tensor(v, cfg, state: _ProgramState) -> S.Tensor:
         c = v["constant"]
         data = bytes.fromhex(c["data"])
         fqn = c.get("fqn")
-        tag = cfg["external_constants"].get(fqn) if fqn else None
+        tag = None
+        if fqn:  # external_constants_pass tags named constants only
+            tag = cfg["external_constants"].get(fqn) or cfg.get("external_constants_all_tag")
         if tag is not None:
             t.extra_tensor_info = S.ExtraTensorInfo(
                 fully_qualified_name=fqn, location=S.TensorDataLocation.EXTERNAL
