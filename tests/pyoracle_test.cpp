@@ -1069,5 +1069,34 @@ TEST(ExecuTorchEmitterRules, InferExtractionWhenEveryPayloadIsEmpty) {
   ExpectInferred([](Twin& t) { DelegateProgram(t, 2, 0, false, true, true); }, CaseConfig{}, true, std::nullopt);
 }
 
+// Issue: --extract-delegate-segments false on stories260k_qnn.pte wrote its
+// delegate blob (shared by two methods, 1.3 MB) twice.
+TEST(ExecuTorchEmitterRules, SharedDelegateSegmentStaysSharedInline) {
+  auto f = PteFile::Open(testing::FixturePath("stories260k_qnn.pte"));
+  ASSERT_TRUE(f->ok());
+  Package pkg = PackageFromPte(*f);
+  BackendConfig cfg = InferConfig(*f, pkg).config;
+  cfg.extract_delegate_segments = false;
+  std::vector<uint8_t> inl = RenderPte(LayoutPte(pkg, cfg));
+  auto g = Open(inl);
+  ASSERT_EQ(g->program()->backend_delegate_data()->size(), 1u);
+  size_t delegates = 0;
+  for (const auto* plan : *g->program()->execution_plan()) {
+    for (const auto* d : *plan->delegates()) {
+      EXPECT_EQ(d->processed()->location(), executorch_flatbuffer::DataLocation::INLINE);
+      EXPECT_EQ(d->processed()->index(), 0u);
+      ++delegates;
+    }
+  }
+  EXPECT_EQ(delegates, 2u);
+  EXPECT_LT(inl.size(), f->file().size);  // the blob once (no segment padding either)
+  // And that inline file repacks to itself.
+  Package pkg2 = PackageFromPte(*g);
+  InferredConfig inf = InferConfig(*g, pkg2);
+  ASSERT_TRUE(inf.exact) << inf.note;
+  EXPECT_FALSE(inf.config.extract_delegate_segments);
+  EXPECT_TRUE(RenderPte(LayoutPte(pkg2, inf.config)) == inl);
+}
+
 }  // namespace
 }  // namespace ptepack
