@@ -17,6 +17,7 @@
 // python3-flatbuffers and flatc; skips with a message when any is missing.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -683,7 +684,8 @@ struct Oracle {
 // Writes every case's description and runs the Python serializer once.
 Oracle RunOracle(const std::vector<Case>& cases, const std::string& name) {
   Oracle o;
-  o.dir = TempDir(name);
+  // The pid keeps concurrent runs (ctest -j, other checkouts) apart.
+  o.dir = TempDir(name + "_" + std::to_string(::getpid()));
   json batch = {{"cases", json::array()}};
   for (const auto& c : cases) {
     Twin t;
@@ -858,6 +860,8 @@ TEST_F(PyOracle, SerializerBytesMatchExecuTorch) {
       "compared: %d, identical: %d, explained differences: %d\n",
       cases.size(), compared, flatc_refused, files, identical, explained);
   EXPECT_EQ(identical + explained, compared);
+  // Outputs stay for a look when something failed.
+  if (!HasFailure()) std::filesystem::remove_all(std::filesystem::path(o.dir).parent_path());
 }
 
 // Every oracle-made .pte (with its .ptd files) through `ptepack repack` with
@@ -865,7 +869,7 @@ TEST_F(PyOracle, SerializerBytesMatchExecuTorch) {
 TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
   std::vector<Case> cases = Cases();
   Oracle o = RunOracle(cases, "pyoracle_repack");
-  std::string out_dir = TempDir("pyoracle_repack_out");
+  std::string out_dir = TempDir("pyoracle_repack_out_" + std::to_string(::getpid()));
   int reproduced = 0, total = 0;
   for (const auto& [name, r] : o.manifest.items()) {
     SCOPED_TRACE(name);
@@ -897,6 +901,10 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
   std::printf("[pyoracle] repack: %d of %d oracle-made files reproduced byte for byte\n", reproduced, total);
   EXPECT_EQ(reproduced, total);
   EXPECT_GE(total, 100);
+  if (!HasFailure()) {
+    std::filesystem::remove_all(std::filesystem::path(o.dir).parent_path());
+    std::filesystem::remove_all(out_dir);
+  }
 }
 
 // ---- ExecuTorch's emitter rules, without the oracle ----
