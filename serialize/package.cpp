@@ -402,9 +402,11 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
   if (c.inline_constants) {
     for (uint64_t a : {32, 8, 64, 4, 1, 128}) tas.push_back(a);
   }
+  // (A vector's data follows its 4-byte length, so alignments 1, 2 and 4
+  // write the same bytes: 4 stands for them.)
   std::vector<std::optional<uint64_t>> das{std::nullopt};
   if (da_bound) {
-    for (uint64_t a = *da_bound; a >= 1; a >>= 1) {
+    for (uint64_t a = *da_bound; a >= 4; a >>= 1) {
       if (a != 16) das.push_back(a);
     }
   }
