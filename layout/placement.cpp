@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "layout/dedup.h"
 #include "serialize/error.h"
 #include "serialize/pte_format.h"
 
@@ -64,6 +65,10 @@ void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
       for (auto& ch : F(*plan.table, "chains").elems) F(*ch.table, "stacktrace") = fb::Value{};
     }
   }
+  // External placement first: an external mutable weight is keyed by its
+  // name, which it keeps (as in ExecuTorch) even when names are not emitted.
+  const bool want_const = cfg.external_constants || static_cast<bool>(cfg.external_constants_fn);
+  if (want_const || cfg.external_mutable_weights) MoveExternal(pkg, cfg);
   if (!cfg.emit_mutable_buffer_names) {
     ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
       auto& eti = F(t, "extra_tensor_info");
@@ -73,9 +78,6 @@ void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
       if (AllDefault(*eti.table)) eti = fb::Value{};
     });
   }
-
-  const bool want_const = cfg.external_constants || static_cast<bool>(cfg.external_constants_fn);
-  if (want_const || cfg.external_mutable_weights) MoveExternal(pkg, cfg);
   // Names on constants that stay in the program were only placement hints
   // (ExecuTorch writes names only for external tensors and mutable buffers).
   ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
@@ -93,7 +95,11 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
   std::vector<bool> still_used(cb.elems.size(), false);
   std::vector<bool> mut_used(pkg.mutable_data ? pkg.mutable_data->size() : 0, false);
   std::map<uint32_t, bool> moved_const;  // buffer index -> moved
+  // An external tensor's data_buffer_idx indexes ExecuTorch's
+  // external_constant_buffer: one entry per distinct content, in first-use
+  // order, shared by all tags (_emitter.py, external_constant_hash).
   uint32_t next_external_index = 0;
+  DedupIndex external_dedup;
   ForEachTensor(p, [&](fb::Table& plan, uint32_t vi, fb::Table& t) {
     uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
     auto& eti = F(t, "extra_tensor_info");
@@ -137,13 +143,21 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
     }
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
     std::string key = !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
-    NamedBlob b{key, data, cfg.tensor_alignment(), LayoutFor(t)};
+    // Alignment 1, as serialize_for_executorch adds external constants to its
+    // NamedDataStore: in the .ptd they are aligned to its segment alignment.
+    NamedBlob b{key, data, 1, LayoutFor(t)};
     AddEntry(FileFor(pkg, *tag), std::move(b));
     if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));
     F(*eti.table, "fully_qualified_name") = fb::StringValue(key);
     F(*eti.table, "location") = fb::UIntValue(reflection::Byte, 1);
     F(*eti.table, "mutable_data_segments_idx") = fb::Value{};
-    F(t, "data_buffer_idx") = fb::UIntValue(reflection::UInt, next_external_index++);
+    uint32_t external_index = next_external_index;
+    if (auto same = external_dedup.FindOrAdd(data, external_index)) {
+      external_index = static_cast<uint32_t>(*same);
+    } else {
+      ++next_external_index;
+    }
+    F(t, "data_buffer_idx") = fb::UIntValue(reflection::UInt, external_index);
   });
 
   // Renumber what stays: constants keep index 0 as the reserved placeholder.

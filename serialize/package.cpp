@@ -274,7 +274,22 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
       }
     }
   }
+  // Extraction leaves empty payloads inline, so delegates that are all inline
+  // and empty do not show whether it was on: both are tried below, ExecuTorch's
+  // default (on) first.
+  bool any_inline_data = false;
+  for (const auto* plan : plans) {
+    if (!plan->delegates()) continue;
+    for (const auto* d : *plan->delegates()) {
+      if (!d->processed() || d->processed()->location() != executorch_flatbuffer::DataLocation::INLINE) continue;
+      const auto* bdd = program->backend_delegate_data();
+      uint32_t i = d->processed()->index();
+      if (bdd && i < bdd->size() && bdd->Get(i)->data() && bdd->Get(i)->data()->size() > 0) any_inline_data = true;
+    }
+  }
   c.extract_delegate_segments = any_segment_delegate || !any_delegate;
+  std::vector<bool> extract_choices{c.extract_delegate_segments};
+  if (any_delegate && !any_segment_delegate && !any_inline_data) extract_choices = {true, false};
   c.inline_constants = program->constant_buffer() && program->constant_buffer()->size() > 0;
   bool stack = false, names = false, ext_const = false, ext_mut = false;
   for (const auto* plan : plans) {
@@ -368,36 +383,67 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
 
   // Which producer's byte layout matches? Try each (and, for legacy inline
   // constants, the alignments that were in use then).
-  // The header padding shows the largest force_align in effect, which the
-  // constants alone may not reveal: try larger tensor (or delegate) alignments.
   bool ta_known = !c.inline_constants && program->constant_segment() && program->constant_segment()->offsets() &&
                   program->constant_segment()->offsets()->size() > 1;
-  std::vector<std::pair<std::optional<uint64_t>, std::optional<uint64_t>>> aligns{{c.constant_tensor_alignment, {}}};
-  if (c.inline_constants) {
-    for (uint64_t a : {32, 8, 64, 4, 1, 128}) aligns.push_back({a, {}});
+  // Inline delegate data starts at a multiple of the delegate alignment in
+  // force (the header inserted before the flatbuffer is padded to the largest
+  // force_align, so file offsets keep it): the lowest set bit of those
+  // offsets bounds the delegate alignment from above.
+  std::optional<uint64_t> da_bound;
+  if (program->backend_delegate_data()) {
+    for (const auto* d : *program->backend_delegate_data()) {
+      if (!d || !d->data() || d->data()->size() == 0) continue;
+      uint64_t off = static_cast<uint64_t>(d->data()->data() - pte.file().data);
+      uint64_t low = off == 0 ? 4096 : std::min<uint64_t>(off & (~off + 1), 4096);
+      da_bound = da_bound ? std::min(*da_bound, low) : low;
+    }
   }
+  std::vector<std::optional<uint64_t>> tas{c.constant_tensor_alignment};
+  if (c.inline_constants) {
+    for (uint64_t a : {32, 8, 64, 4, 1, 128}) tas.push_back(a);
+  }
+  // (A vector's data follows its 4-byte length, so alignments 1, 2 and 4
+  // write the same bytes: 4 stands for them.)
+  std::vector<std::optional<uint64_t>> das{std::nullopt};
+  if (da_bound) {
+    for (uint64_t a = *da_bound; a >= 4; a >>= 1) {
+      if (a != 16) das.push_back(a);
+    }
+  }
+  // The header padding shows the largest force_align in effect, which the
+  // data alone may not reveal. Without constants to show the tensor
+  // alignment, a program with delegates owes it to the delegate alignment
+  // (ExecuTorch writes both the same way when there are no constants).
   for (uint64_t a = 32; a <= 4096; a <<= 1) {
-    if (ta_known)
-      aligns.push_back({c.constant_tensor_alignment, a});
-    else
-      aligns.push_back({a, {}});
+    if (ta_known || (any_delegate && !da_bound && !c.inline_constants)) {
+      if (!da_bound) das.push_back(a);
+    } else {
+      tas.push_back(a);
+    }
+  }
+  std::vector<std::pair<std::optional<uint64_t>, std::optional<uint64_t>>> aligns;
+  for (const auto& ta : tas) {
+    for (const auto& da : das) aligns.push_back({ta, da});
   }
   Bytes original = pte.file().Sub(0, pte.program_size());
   for (const auto& [ta, da] : aligns) {
     for (fb::Order order : {fb::Order::kFlatc, fb::Order::kPythonObjectApi, fb::Order::kFlatcLegacy}) {
-      BackendConfig trial = c;
-      trial.flatbuffer_order = order;
-      trial.constant_tensor_alignment = ta;
-      trial.delegate_alignment = da;
-      try {
-        PteLayout l = LayoutPte(pkg, trial);
-        if (l.head.size() == original.size && std::memcmp(l.head.data(), original.data, original.size) == 0) {
-          out.config = trial;
-          out.exact = true;
-          out.note = std::string("flatbuffer matches the ") + fb::OrderName(order) + " layout";
-          return out;
+      for (bool extract : extract_choices) {
+        BackendConfig trial = c;
+        trial.extract_delegate_segments = extract;
+        trial.flatbuffer_order = order;
+        trial.constant_tensor_alignment = ta;
+        trial.delegate_alignment = da;
+        try {
+          PteLayout l = LayoutPte(pkg, trial);
+          if (l.head.size() == original.size && std::memcmp(l.head.data(), original.data, original.size) == 0) {
+            out.config = trial;
+            out.exact = true;
+            out.note = std::string("flatbuffer matches the ") + fb::OrderName(order) + " layout";
+            return out;
+          }
+        } catch (const Error&) {
         }
-      } catch (const Error&) {
       }
     }
   }

@@ -61,6 +61,93 @@ uint64_t PayloadBytes(const fb::Table& t) {
   return n;
 }
 
+// ExecuTorch's emitter stores identical delegate payloads once
+// (backend_delegate_data_cache in _emitter.py): delegates whose processed
+// bytes are equal share one inline entry. A package restored from a file
+// with extracted (per-segment deduplicated) delegates has one inline entry per
+// delegate; written inline again, equal payloads become one entry, numbered
+// in order of first use. Nothing changes when there are no duplicates.
+void DedupInlineDelegateData(fb::Table& p) {
+  auto& bdd = F(p, "backend_delegate_data");
+  const size_t n = bdd.elems.size();
+  if (n < 2) return;
+  DedupIndex dedup;
+  std::vector<size_t> rep(n);
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    Bytes data = bdd.elems[i].table ? F(*bdd.elems[i].table, "data").scalars : Bytes{};
+    auto same = dedup.FindOrAdd(data, i);
+    rep[i] = same ? *same : i;
+    any = any || same.has_value();
+  }
+  if (!any) return;
+  std::vector<uint64_t> remap(n);
+  std::vector<fb::Value> kept;
+  for (size_t i = 0; i < n; ++i) {
+    if (rep[i] == i) {
+      remap[i] = kept.size();
+      kept.push_back(bdd.elems[i]);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) remap[i] = remap[rep[i]];
+  for (auto& pl : F(p, "execution_plan").elems) {
+    if (!pl.table) continue;
+    for (auto& del : F(*pl.table, "delegates").elems) {
+      if (!del.table) continue;
+      auto& processed = F(*del.table, "processed");
+      if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 0) continue;
+      uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
+      if (idx < n) F(*processed.table, "index") = fb::UIntValue(reflection::UInt, remap[idx]);
+    }
+  }
+  bdd.elems = std::move(kept);
+}
+
+// ExecuTorch's emitter stores equal initial states of mutable buffers once
+// when the tensors carry no ExtraTensorInfo (cached_spec_mutable_hash_values
+// in _emitter.py; a buffer whose name is emitted always gets its own entry).
+// Tensors are visited in program order; an entry whose bytes equal an earlier
+// one is dropped and its tensors point at the earlier entry; the others are
+// renumbered in order. Nothing changes when there are no such duplicates.
+void DedupMutableData(Package& pkg) {
+  if (!pkg.mutable_data || pkg.mutable_data->size() < 3) return;
+  std::vector<Bytes>& md = *pkg.mutable_data;
+  const size_t n = md.size();
+  std::vector<size_t> rep(n);
+  for (size_t i = 0; i < n; ++i) rep[i] = i;
+  std::vector<bool> visited(n, false);
+  std::vector<fb::Table*> users;  // planned tensors indexing mutable data
+  DedupIndex seen;
+  bool any = false;
+  ForEachTensor(*pkg.program, [&](fb::Table&, uint32_t, fb::Table& t) {
+    if (!F(t, "allocation_info").table) return;
+    const auto& eti = F(t, "extra_tensor_info");
+    if (eti.table && fb::AsUInt(F(*eti.table, "location")) != 0) return;  // external
+    uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
+    if (idx == 0 || idx >= n) return;
+    users.push_back(&t);
+    if (visited[idx] || eti.table) return;
+    visited[idx] = true;
+    if (auto same = seen.FindOrAdd(md[idx], idx)) {
+      rep[idx] = *same;
+      any = true;
+    }
+  });
+  if (!any) return;
+  std::vector<uint64_t> remap(n, 0);
+  std::vector<Bytes> kept;
+  for (size_t i = 0; i < n; ++i) {
+    if (rep[i] != i) continue;
+    remap[i] = kept.size();
+    kept.push_back(md[i]);
+  }
+  for (fb::Table* t : users) {
+    uint64_t idx = fb::AsUInt(F(*t, "data_buffer_idx"));
+    F(*t, "data_buffer_idx") = fb::UIntValue(reflection::UInt, remap[rep[idx]]);
+  }
+  md = std::move(kept);
+}
+
 }  // namespace
 
 void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments) {
@@ -83,6 +170,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   Package pkg = in;
   pkg.program = fb::Clone(*in.program);
   ApplyPlacement(pkg, cfg);
+  DedupMutableData(pkg);
   fb::Table& p = *pkg.program;
   PteLayout out;
   SegmentPlan& plan = out.segments;
@@ -116,6 +204,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   }
 
   // Delegate payloads.
+  if (!cfg.extract_delegate_segments) DedupInlineDelegateData(p);
   if (cfg.extract_delegate_segments) {
     auto& bdd = F(p, "backend_delegate_data");
     std::vector<fb::Value> remaining;
