@@ -51,6 +51,7 @@ std::string OracleResult::Describe() const {
     if (out.contains("ptd")) {
       for (const auto& p : out["ptd"]) o << "; ptd " << p.value("file", "") << " " << p["status"].dump();
     }
+    if (out.contains("merged")) o << "; merged .ptd maps " << out["merged"]["status"].dump();
     if (out.contains("methods")) {
       for (const auto& m : out["methods"]) {
         o << "; method " << m.value("name", "?") << " load " << m.value("load_status", json()).dump();
@@ -99,6 +100,22 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
   return r;
 }
 
+json ExternalKeys(const json& o) {
+  json keys = json::array();
+  if (!o.is_object() || !o.contains("methods")) return keys;
+  for (const auto& m : o["methods"]) {
+    for (const char* list : {"constants", "planned_initial_state"}) {
+      if (!m.contains(list)) continue;
+      for (const auto& c : m[list]) {
+        if (c.contains("key")) keys.push_back(c["key"]);
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
 json RuntimeView(const json& o) {
   json v = json::object();
   if (!o.is_object()) return v;
@@ -128,9 +145,20 @@ json RuntimeView(const json& o) {
   if (o.contains("methods")) {
     for (const auto& m : o["methods"]) {
       json mv = json::object();
-      for (const char* k :
-           {"name", "meta_status", "meta", "load_status", "delegate_inits", "planned_initial_state", "run"}) {
+      for (const char* k : {"name", "meta_status", "meta", "load_status", "delegate_inits", "run"}) {
         if (m.contains(k)) mv[k] = m[k];
+      }
+      // Initial mutable state: its bytes in planned memory, not whether it came by key.
+      if (m.contains("planned_initial_state")) {
+        json states = json::array();
+        for (const auto& s : m["planned_initial_state"]) {
+          json sv = json::object();
+          for (const char* k : {"value_index", "nbytes", "xxh64"}) {
+            if (s.contains(k)) sv[k] = s[k];
+          }
+          states.push_back(sv);
+        }
+        mv["planned_initial_state"] = states;
       }
       // Constants: where the bytes came from (program or .ptd) may change; what the runtime
       // resolved may not.

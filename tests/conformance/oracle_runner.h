@@ -36,6 +36,10 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
 // (sorted), and run outputs. Equal views = the runtime cannot tell the two files apart.
 nlohmann::ordered_json RuntimeView(const nlohmann::ordered_json& oracle_out);
 
+// Keys of every tensor the program resolved by name (external constants, external mutable
+// state), sorted, without duplicates.
+nlohmann::ordered_json ExternalKeys(const nlohmann::ordered_json& oracle_out);
+
 }  // namespace ptepack::testing
 
 // Skips the test when the oracle was not built (its sources are absent).

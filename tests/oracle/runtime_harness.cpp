@@ -222,6 +222,14 @@ constexpr RealKernel kRealKernels[] = {
 std::deque<std::string> g_names;  // registered kernel / backend names must outlive the registry
 std::deque<StubBackend> g_backends;
 
+// Whether a kernel of this name is registered (the registry's own lookup logs every miss).
+bool Registered(const std::string& name) {
+  for (const Kernel& k : executorch::runtime::get_registered_kernels()) {
+    if (name == k.name_) return true;
+  }
+  return false;
+}
+
 // Registers a kernel for every operator and a stub backend for every delegate id in the program.
 json RegisterOperatorsAndBackends(const executorch_flatbuffer::Program* fb, bool run) {
   std::set<std::string> ops, backends;
@@ -247,7 +255,7 @@ json RegisterOperatorsAndBackends(const executorch_flatbuffer::Program* fb, bool
   }
   json registered = {{"operators", json::array()}, {"backends", json::array()}};
   for (const std::string& name : ops) {
-    if (executorch::runtime::registry_has_op_function(name.c_str())) {
+    if (Registered(name)) {
       registered["operators"].push_back({{"name", name}, {"kernel", "oracle"}});  // prim ops
       continue;
     }
@@ -379,7 +387,7 @@ json Constants(const Program& program, const executorch_flatbuffer::ExecutionPla
                           t->extra_tensor_info()->location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
     if (!external && t->data_buffer_idx() == 0) continue;
     json e = {{"value_index", i}};
-    executorch::runtime::deserialization::NamedData named[1] = {};
+    executorch::runtime::deserialization::NamedData named[1] = {};  // destroyed at scope end
     size_t n_named = 0;
     Error err = Error::Ok;
     if (external) {
@@ -422,7 +430,6 @@ json Constants(const Program& program, const executorch_flatbuffer::ExecutionPla
         e["xxh64"] = Hash(tensor.get().const_data_ptr(), tensor.get().nbytes());
       }
     }
-    if (n_named == 1) named[0].buffer.~FreeableBuffer();
     e["status"] = Status(err);
     if (err != Error::Ok) *all_ok = false;
     list.push_back(e);
