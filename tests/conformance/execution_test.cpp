@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -87,7 +88,7 @@ std::vector<Runnable> Runnables() {
                    ExpectOutput(m, 0, e);
                  }});
   // linear.ptd is in the FlatTensor layout the runtime no longer reads: upgrade it first.
-  const std::string dir = TempDir("execution_subjects");
+  const std::string dir = ScratchDir("execution_subjects");
   RunResult up = RunCli({"repack", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "--upgrade-ptd", "-o",
                          dir + "/linear.pte"});
   EXPECT_EQ(up.exit_code, 0) << up.err;
@@ -196,7 +197,7 @@ TEST(Execution, SameOutputsBeforeAndAfterRepacking) {
       SCOPED_TRACE(kForms[f].name);
       BackendConfig config = base;
       kForms[f].apply(config);
-      const std::string dir = TempDir("execution_" + subject.name + "_" + std::to_string(f));
+      const std::string dir = ScratchDir("execution_" + subject.name + "_" + std::to_string(f));
       WriteResult wr = WritePackage(pkg, config, dir + "/" + subject.name + ".pte");
       std::vector<std::string> out_ptds;
       for (const auto& p : wr.ptds) out_ptds.push_back(p.path);
@@ -213,6 +214,7 @@ TEST(Execution, SameOutputsBeforeAndAfterRepacking) {
         subject.check(r.out);
         executed++;
       }
+      std::filesystem::remove_all(dir);
     }
   }
   std::printf("[ conformance ] %zu programs executed in the runtime with the expected outputs\n", executed);

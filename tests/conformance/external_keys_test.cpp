@@ -61,7 +61,7 @@ TEST(WriterExternalKeys, SharedBytesOfTwoShapesGetAKeyEach) {
   PTEPACK_REQUIRE_RUNTIME_ORACLE();
   BackendConfig config;
   config.external_constants = true;
-  const std::string dir = TempDir("external_keys_shapes");
+  const std::string dir = ScratchDir("external_keys_shapes");
   WriteResult wr = WritePackage(SharedBytesProgram("", ""), config, dir + "/p.pte");
   ExpectLoadsWithBothShapes(wr);
 }
@@ -72,7 +72,7 @@ TEST(WriterExternalKeys, SharedBytesInTwoFilesGetAKeyEach) {
   config.external_constants_fn = [](const ConstantTensorInfo& t) -> std::optional<std::string> {
     return t.method == "a" ? "fa" : "fb";
   };
-  const std::string dir = TempDir("external_keys_files");
+  const std::string dir = ScratchDir("external_keys_files");
   WriteResult wr = WritePackage(SharedBytesProgram("", ""), config, dir + "/p.pte");
   ASSERT_EQ(wr.ptds.size(), 2u);
   ExpectLoadsWithBothShapes(wr);
@@ -81,7 +81,7 @@ TEST(WriterExternalKeys, SharedBytesInTwoFilesGetAKeyEach) {
 TEST(WriterExternalKeys, OneNameForTwoShapesIsRefused) {
   BackendConfig config;
   config.external_constants = true;
-  const std::string dir = TempDir("external_keys_named");
+  const std::string dir = ScratchDir("external_keys_named");
   try {
     WritePackage(SharedBytesProgram("w", "w"), config, dir + "/p.pte");
     FAIL() << "one key for a [2,3] and a [3,2] tensor was written";

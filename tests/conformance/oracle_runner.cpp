@@ -1,10 +1,12 @@
 #include "conformance/oracle_runner.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -41,6 +43,8 @@ std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : ".
 
 }  // namespace
 
+std::string ScratchDir(const std::string& name) { return TempDir(name + "_" + std::to_string(::getpid())); }
+
 bool RuntimeOracleAvailable() { return HarnessPath(OracleBuild::kOss) != nullptr; }
 
 std::string OracleResult::Describe() const {
@@ -72,8 +76,8 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
     return r;
   }
   static std::atomic<int> counter{0};
-  const std::string err_path =
-      TempDir("oracle_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)) + "/stderr";
+  const std::string err_dir = ScratchDir("oracle_stderr_" + std::to_string(counter++));
+  const std::string err_path = err_dir + "/stderr";
   std::string cmd = Quote(harness) + " " + Quote(pte);
   for (const auto& p : ptds) cmd += " --ptd " + Quote(p);
   if (run) cmd += " --run";
@@ -91,6 +95,8 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   std::ifstream e(err_path, std::ios::binary);
   r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  e.close();
+  std::filesystem::remove_all(err_dir);
   r.out = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (r.out.is_discarded()) r.out = json();
   if ((r.exit_code != 0 && r.exit_code != 1) || !r.out.is_object()) {

@@ -16,6 +16,10 @@ enum class OracleBuild { kDeprecatedConstantBuffer, kOss };
 
 bool RuntimeOracleAvailable();
 
+// A fresh empty directory for one test's files, named with the process id (worktrees and
+// parallel ctest runs share the temp dir).
+std::string ScratchDir(const std::string& name);
+
 struct OracleResult {
   int exit_code = -1;          // 0 loaded, 1 the runtime refused something, else a crash or usage error
   nlohmann::ordered_json out;  // the harness's JSON (null if it printed none)

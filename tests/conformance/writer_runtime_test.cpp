@@ -278,7 +278,7 @@ std::vector<Subject> Subjects() {
     s.legacy_ptd = s.name == "linear";
     out.push_back(s);
   }
-  const std::string dir = TempDir("conformance_subjects");
+  const std::string dir = ScratchDir("conformance_subjects");
   const std::pair<const char*, BuiltProgram (*)()> built[] = {{"builder_affine", AffineProgram},
                                                               {"builder_delegates", DelegateProgram}};
   for (const auto& [name, make] : built) {
@@ -357,7 +357,7 @@ TEST(WriterConformance, BuilderProgramsAsTheRuntimeSeesThem) {
   PTEPACK_REQUIRE_RUNTIME_ORACLE();
   for (BuiltProgram (*make)() : {AffineProgram, DelegateProgram}) {
     const BuiltProgram built = make();
-    const std::string dir = TempDir("builder_facts");
+    const std::string dir = ScratchDir("builder_facts");
     for (bool split : {false, true}) {
       BackendConfig config;
       config.external_constants = split;
@@ -458,7 +458,7 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
       for (auto& ef : upgraded.external) {
         if (ef.legacy) UpgradeLegacy(ef);
       }
-      const std::string dir = TempDir("conformance_" + s.name + "_upgraded");
+      const std::string dir = ScratchDir("conformance_" + s.name + "_upgraded");
       Written w = Write(s, upgraded, base, dir);
       OracleResult r = RunRuntimeOracle(OracleBuild::kDeprecatedConstantBuffer, w.pte, w.ptds);
       ASSERT_TRUE(r.loaded()) << "upgrading the .ptd makes it loadable: " << r.Describe();
@@ -469,8 +469,8 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
       for (size_t i = 0; i < grid.size(); i++) {
         const BackendConfig config = Apply(grid[i], base);
         const std::string variant = ref.label + ": " + Describe(grid[i], config);
-        const std::string dir = TempDir("conformance_" + std::to_string(subject_index) + "_" +
-                                        std::to_string(&ref - refs.data()) + "_" + std::to_string(i));
+        const std::string dir = ScratchDir("conformance_" + std::to_string(subject_index) + "_" +
+                                           std::to_string(&ref - refs.data()) + "_" + std::to_string(i));
         Written w;
         try {
           w = Write(s, ref.pkg, config, dir);
