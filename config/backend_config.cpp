@@ -1,5 +1,8 @@
 #include "config/backend_config.h"
 
+#include "serialize/file_io.h"
+#include "serialize/spec.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -153,17 +156,11 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
 }
 
 BackendConfig BackendConfig::FromFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    Finding f;
-    f.code = "open-failed";
-    f.file = path;
-    f.message = "cannot open config file";
-    throw Error(std::move(f));
-  }
+  const std::string text = ReadSmallFile(path);
+  CheckJsonDepth(text, path, "bad-config");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     Finding f;
     f.code = "bad-config";

@@ -15,6 +15,7 @@
 
 #include "serialize/checksum.h"
 #include "serialize/error.h"
+#include "serialize/spec.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_format.h"
 #include "serialize/pte_reader.h"
@@ -218,6 +219,7 @@ BundleInfo ReadIndex(int fd, const std::string& path) {
   if (ReadAt(fd, reinterpret_cast<uint8_t*>(text.data()), text.size(), index_off, path) != text.size()) {
     Fail("bad-bundle", path, "cannot read bundle index");
   }
+  CheckJsonDepth(text, path, "bad-bundle");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

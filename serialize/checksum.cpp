@@ -16,6 +16,7 @@
 #include "serialize/error.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
+#include "serialize/spec.h"
 
 // libxxhash's runtime-dispatched XXH3 (x86 builds have it, see
 // xxh_x86dispatch.h); weak, so a library without it still links and the
@@ -231,13 +232,11 @@ void WriteManifest(const std::string& path, const std::vector<FileSums>& files) 
 }
 
 nlohmann::json LoadManifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) BadManifest(path, "cannot open manifest");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = ReadSmallFile(path);
+  CheckJsonDepth(text, path, "bad-manifest");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     BadManifest(path, std::string("not valid JSON: ") + e.what());
   }

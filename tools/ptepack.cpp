@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "serialize/error.h"
+#include "serialize/file_io.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
       "ptepack: write, read, check and repack ExecuTorch program files (.pte) and their "
       "external data files (.ptd) natively, without Python.\n"
       "Exit status: 0 success, 1 input is invalid, 2 usage/I/O/config error."};
+  ptepack::InstallInterruptHandlers();
   app.require_subcommand(1);
   app.set_version_flag("--version", "ptepack 0.1.0");
   RegisterInspect(app);
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kFailed;
   } catch (const ptepack::Error& e) {
     std::cerr << "ptepack: " << e.what() << "\n";
+    ptepack::ReraiseInterrupt();
     return kFailed;
   } catch (const std::exception& e) {
     std::cerr << "ptepack: " << e.what() << "\n";
