@@ -288,12 +288,24 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
   std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
   CheckZstd(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kLongWindowLog), bundle, "window limit");
+  WritingScope writing;
+  struct Staged {
+    std::vector<std::pair<std::string, std::string>> files;  // staging name, target
+    ~Staged() {
+      for (const auto& f : files) ::unlink(f.first.c_str());
+    }
+  } staged;
   std::vector<std::unique_ptr<AtomicFile>> outs;
   std::vector<std::string> written;
   std::vector<uint8_t> ibuf(ZSTD_DStreamInSize() * 8), obuf(ZSTD_DStreamOutSize() * 8);
   for (const auto& m : info.members) {
     const std::string p = dir + "/" + m.name;
-    outs.push_back(std::make_unique<AtomicFile>(p, AtomicFile::Options{{bundle}, false}));
+    CheckOutputPath(p);
+    AtomicFile::Options ao{{bundle}, false};
+    ao.replaces = p;
+    const std::string staged_name = p + ".tmp-staged-" + std::to_string(::getpid());
+    outs.push_back(std::make_unique<AtomicFile>(staged_name, ao));
+    staged.files.emplace_back(staged_name, p);
     AtomicFile& out = *outs.back();
     CheckZstd(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only), bundle, "reset");
     Xxh3Stream h;
@@ -343,7 +355,11 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
     }
     written.push_back(p);
   }
+  // Every member is complete and checked: commit them under their staging
+  // names, then rename all of them into place, all or nothing.
   for (auto& o : outs) o->Commit();
+  RenameAllOrNothing(staged.files);
+  staged.files.clear();
   return written;
 }
 

@@ -125,6 +125,45 @@ void ReraiseInterrupt() {
 WritingScope::WritingScope() { ++g_writing; }
 WritingScope::~WritingScope() { --g_writing; }
 
+void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& staged) {
+  ThrowIfInterrupted();
+  struct Backup {
+    std::string path;  // empty: the target did not exist (or could not be linked)
+    bool existed = false;
+  };
+  std::vector<Backup> backups(staged.size());
+  auto drop_backups = [&] {
+    for (const auto& b : backups) {
+      if (!b.path.empty()) ::unlink(b.path.c_str());
+    }
+  };
+  for (size_t i = 0; i < staged.size(); ++i) {
+    const std::string& target = staged[i].second;
+    struct stat st {};
+    if (::lstat(target.c_str(), &st) != 0) continue;
+    backups[i].existed = true;
+    std::string b = target + ".tmp-old-" + std::to_string(::getpid());
+    ::unlink(b.c_str());
+    if (::link(target.c_str(), b.c_str()) == 0) backups[i].path = b;
+  }
+  for (size_t i = 0; i < staged.size(); ++i) {
+    if (::rename(staged[i].first.c_str(), staged[i].second.c_str()) == 0) continue;
+    const int err = errno;
+    for (size_t j = 0; j < i; ++j) {
+      if (!backups[j].path.empty()) {
+        if (::rename(backups[j].path.c_str(), staged[j].second.c_str()) == 0) backups[j].path.clear();
+      } else if (!backups[j].existed) {
+        ::unlink(staged[j].second.c_str());
+      }
+    }
+    drop_backups();
+    errno = err;
+    ThrowErrno("write-failed", "cannot rename " + staged[i].first + " into place (earlier outputs of this run restored)",
+               staged[i].second);
+  }
+  drop_backups();
+}
+
 void CheckOutputPath(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;  // does not exist yet

@@ -168,6 +168,13 @@ class AtomicFile {
   int slot_ = -1;  // registration for the signal handler
 };
 
+// Renames each (staged file, target) pair, all or nothing: existing targets
+// are first hard-linked to backup names; if a rename fails, the targets
+// renamed so far are restored from their backups (or removed when they did
+// not exist before) and Error("write-failed") is thrown. Backups are removed
+// in every case; staged files that were not renamed are left to the caller.
+void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& staged);
+
 // Outputs that are symbolic links are refused (never followed, never
 // replaced): the message names the link's target. Outputs that exist and are
 // not regular files (directories, FIFOs, devices) are refused too.

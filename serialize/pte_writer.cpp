@@ -543,14 +543,10 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
     std::vector<std::pair<std::string, std::string>> staged_ptds(staged.files.begin(), staged.files.end() - 1);
     CheckStaged(staged_ptds, staged.files.back().first, pte_path);
   }
-  ThrowIfInterrupted();
-  while (!staged.files.empty()) {
-    const auto& [name, target] = staged.files.front();
-    if (::rename(name.c_str(), target.c_str()) != 0) {
-      throw Error("write-failed", "cannot rename " + name + " to " + target + ": " + std::strerror(errno));
-    }
-    staged.files.erase(staged.files.begin());
-  }
+  // All or nothing: a failed rename restores the files renamed before it,
+  // so new data is never paired with an old program.
+  RenameAllOrNothing(staged.files);
+  staged.files.clear();
   return r;
 }
 

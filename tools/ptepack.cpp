@@ -57,5 +57,7 @@ int main(int argc, char** argv) {
     std::cerr << "ptepack: " << e.what() << "\n";
     return kFailed;
   }
+  // A signal that arrived after the outputs were complete and in place.
+  ptepack::ReraiseInterrupt();
   return g_exit;
 }
