@@ -1,12 +1,11 @@
 #include "config/backend_config.h"
 
-#include "serialize/file_io.h"
-#include "serialize/spec.h"
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "serialize/error.h"
+#include "serialize/file_io.h"
+#include "serialize/spec.h"
 
 namespace ptepack {
 

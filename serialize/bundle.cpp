@@ -15,10 +15,10 @@
 
 #include "serialize/checksum.h"
 #include "serialize/error.h"
-#include "serialize/spec.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_format.h"
 #include "serialize/pte_reader.h"
+#include "serialize/spec.h"
 
 namespace ptepack {
 namespace {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <random>
 
 #include "serialize/error.h"
@@ -109,7 +109,10 @@ void ThrowIfInterrupted() {
   if (g_signal != 0) {
     Finding f;
     f.code = "interrupted";
-    f.message = std::string("interrupted by ") + (g_signal == SIGINT ? "SIGINT" : g_signal == SIGTERM ? "SIGTERM" : "a signal") +
+    f.message = std::string("interrupted by ") +
+                (g_signal == SIGINT    ? "SIGINT"
+                 : g_signal == SIGTERM ? "SIGTERM"
+                                       : "a signal") +
                 "; temporary files removed, existing outputs unchanged";
     throw Error(std::move(f));
   }
@@ -158,7 +161,8 @@ void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& 
     }
     drop_backups();
     errno = err;
-    ThrowErrno("write-failed", "cannot rename " + staged[i].first + " into place (earlier outputs of this run restored)",
+    ThrowErrno("write-failed",
+               "cannot rename " + staged[i].first + " into place (earlier outputs of this run restored)",
                staged[i].second);
   }
   drop_backups();
@@ -178,7 +182,10 @@ void CheckOutputPath(const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     ThrowErrorAt("output-not-regular", path,
                  std::string("output exists and is not a regular file (") +
-                     (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file") + ")");
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "a special file") +
+                     ")");
   }
 }
 
@@ -195,7 +202,9 @@ std::string ReadSmallFile(const std::string& path, uint64_t max_bytes) {
     ::close(fd);
     ThrowErrorAt("not-regular-file", path,
                  std::string("not a regular file (") +
-                     (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file") +
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "a special file") +
                      "); ptepack reads only regular files");
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
@@ -291,7 +300,9 @@ std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
     ::close(fd);
     ThrowErrorAt("not-regular-file", path,
                  std::string("not a regular file (") +
-                     (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file") +
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "a special file") +
                      "); ptepack reads only regular files");
   }
   std::shared_ptr<MappedFile> m(new MappedFile());

@@ -35,7 +35,7 @@ struct Bytes {
   // Error("zeros-too-large") above kMaxZeros.
   static Bytes Zeros(uint64_t n);
   static constexpr uint64_t kMaxZeros = uint64_t{1} << 40;  // 1 TiB
-  Bytes Sub(size_t off, size_t n) const;  // bounds-checked
+  Bytes Sub(size_t off, size_t n) const;                    // bounds-checked
   bool empty() const { return size == 0; }
   bool Equals(const Bytes& o) const;
 };

@@ -44,7 +44,8 @@ uint64_t SizeField(const nlohmann::json& j, const char* field, const std::string
   std::string shown = v.dump();
   if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
   if (v.is_number_float()) {
-    BadSpec(base, what + ": \"" + field + "\" must be a whole number of bytes (expected an integer, found " + shown + ")");
+    BadSpec(base,
+            what + ": \"" + field + "\" must be a whole number of bytes (expected an integer, found " + shown + ")");
   }
   if (v.is_number_integer() && !v.is_number_unsigned()) {
     BadSpec(base, what + ": \"" + field + "\" must not be negative (expected an integer >= 0, found " + shown + ")");
@@ -75,8 +76,8 @@ Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& 
     if (p.empty() || p[0] != '/') p = base + "/" + p;
     auto m = MapOnce(p);
     uint64_t off = j.contains("offset") ? SizeField(j, "offset", p, what, UINT64_MAX) : 0;
-    uint64_t size = j.contains("size") ? SizeField(j, "size", p, what, UINT64_MAX)
-                                       : (m->size() >= off ? m->size() - off : 0);
+    uint64_t size =
+        j.contains("size") ? SizeField(j, "size", p, what, UINT64_MAX) : (m->size() >= off ? m->size() - off : 0);
     if (off > m->size() || size > m->size() - off) {
       BadSpec(p, what + ": range " + std::to_string(off) + "+" + std::to_string(size) + " is outside the file (" +
                      std::to_string(m->size()) + " bytes)");

@@ -63,7 +63,9 @@ std::vector<Scenario> Scenarios() {
                                          "-o",   out + "/add.pte"};
        }},
       {"repack",
-       [ks](const ScopedDir&, const std::string& out) { Must({"repack", ks, "-q", "-o", out + "/m.pte"}); },
+       [ks](const ScopedDir&, const std::string& out) {
+         Must({"repack", ks, "-q", "-o", out + "/m.pte"});
+       },
        [ks](const ScopedDir&, const std::string& out) {
          return std::vector<std::string>{"repack", ks, "--segment-alignment", "4096", "-q", "-o", out + "/m.pte"};
        }},
@@ -80,8 +82,9 @@ std::vector<Scenario> Scenarios() {
          Must({"split", ks, "--external-constants", "w", "-q", "-o", out + "/m.pte"});
        },
        [ks](const ScopedDir&, const std::string& out) {
-         return std::vector<std::string>{"split", ks,      "--external-constants", "w", "--ptd-segment-alignment",
-                                         "4096",  "--force", "-q", "-o",            out + "/m.pte"};
+         return std::vector<std::string>{
+             "split", ks,   "--external-constants", "w", "--ptd-segment-alignment", "4096", "--force",
+             "-q",    "-o", out + "/m.pte"};
        }},
       {"extract",
        [](const ScopedDir&, const std::string& out) {
@@ -95,7 +98,7 @@ std::vector<Scenario> Scenarios() {
          Must({"verify", FixturePath("add.pte"), "--checksum", "--write-manifest", out + "/m.json"});
        },
        [lin, lin_ptd](const ScopedDir&, const std::string& out) {
-         return std::vector<std::string>{"verify", lin, "--ptd", lin_ptd, "--checksum", "--write-manifest",
+         return std::vector<std::string>{"verify",       lin, "--ptd", lin_ptd, "--checksum", "--write-manifest",
                                          out + "/m.json"};
        }},
       {"bundle_create",

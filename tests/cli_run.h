@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ struct Run {
   int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;      // the signal that killed it
   bool timed_out = false;
+  long max_rss_kb = 0;  // peak resident set of the process
   std::string out, err;
 };
 
@@ -40,8 +42,7 @@ class ScopedDir {
  public:
   explicit ScopedDir(const std::string& name) {
     const char* base = std::getenv("TEST_TMPDIR");
-    path_ = (std::filesystem::path(base ? base : "/tmp") /
-             ("ptepack_test_" + name + "_" + std::to_string(::getpid())))
+    path_ = (std::filesystem::path(base ? base : "/tmp") / ("ptepack_test_" + name + "_" + std::to_string(::getpid())))
                 .string();
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
@@ -69,6 +70,7 @@ inline Run RunPtepack(const std::vector<std::string>& args,
   const std::string stem = std::string(base ? base : "/tmp") + "/ptepack_run_" + std::to_string(::getpid()) + "_" +
                            std::to_string(counter++);
   const std::string out_path = stem + ".out", err_path = stem + ".err";
+  Run r;
   pid_t pid = ::fork();
   if (pid == 0) {
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
@@ -87,11 +89,14 @@ inline Run RunPtepack(const std::vector<std::string>& args,
     ::execv(exe.c_str(), argv.data());
     ::_exit(127);
   }
-  Run r;
   int status = 0;
   for (int waited = 0;; ++waited) {
-    pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
+    struct rusage ru {};
+    pid_t w = ::wait4(pid, &status, WNOHANG, &ru);
+    if (w == pid) {
+      r.max_rss_kb = ru.ru_maxrss;
+      break;
+    }
     if (waited >= timeout_s * 100) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -366,26 +365,45 @@ void RegisterExtract(CLI::App& app) {
     auto st = fs::symlink_status(target, ec);
     bool exists = !ec && fs::exists(st);
     if (exists && fs::is_symlink(st)) {
-      Finding f{Finding::Severity::kError, "output-symlink", "output directory is a symbolic link; ptepack does not "
-                "write through links: give the link's target", target.string(), {}, {}, {}};
+      Finding f{Finding::Severity::kError,
+                "output-symlink",
+                "output directory is a symbolic link; ptepack does not "
+                "write through links: give the link's target",
+                target.string(),
+                {},
+                {},
+                {}};
       throw Error(std::move(f));
     }
     if (exists && !fs::is_directory(st)) {
-      throw Error(Finding{Finding::Severity::kError, "output-not-directory", "output exists and is not a directory",
-                          target.string(), {}, {}, {}});
+      throw Error(Finding{Finding::Severity::kError,
+                          "output-not-directory",
+                          "output exists and is not a directory",
+                          target.string(),
+                          {},
+                          {},
+                          {}});
     }
     const bool non_empty = exists && !fs::is_empty(target, ec);
     if (non_empty && !o->force) {
-      throw Error(Finding{Finding::Severity::kError, "output-exists",
+      throw Error(Finding{Finding::Severity::kError,
+                          "output-exists",
                           "output directory is not empty (its files could mix with this program's); pass --force to "
                           "replace it, or choose an empty or new directory",
-                          target.string(), {}, {}, {}});
+                          target.string(),
+                          {},
+                          {},
+                          {}});
     }
     if (non_empty && !fs::exists(target / "index.json")) {
-      throw Error(Finding{Finding::Severity::kError, "output-exists",
+      throw Error(Finding{Finding::Severity::kError,
+                          "output-exists",
                           "output directory is not empty and holds no index.json (it is not an earlier extract); "
                           "refusing to replace it even with --force",
-                          target.string(), {}, {}, {}});
+                          target.string(),
+                          {},
+                          {},
+                          {}});
     }
     if (o->dry_run) {
       std::cout << "would write " << (non_empty ? "(replacing the directory) " : "") << target.string() << "/:\n";
@@ -406,9 +424,13 @@ void RegisterExtract(CLI::App& app) {
     } cleanup;
     fs::remove_all(tmp, ec);
     if (::mkdir(tmp.c_str(), 0755) != 0) {
-      throw Error(Finding{Finding::Severity::kError, "create-failed",
-                          std::string("cannot create temporary directory: ") + std::strerror(errno), tmp.string(), {},
-                          {}, {}});
+      throw Error(Finding{Finding::Severity::kError,
+                          "create-failed",
+                          std::string("cannot create temporary directory: ") + std::strerror(errno),
+                          tmp.string(),
+                          {},
+                          {},
+                          {}});
     }
     cleanup.p = tmp;
     for (const auto& [name, b] : files) {
@@ -422,17 +444,25 @@ void RegisterExtract(CLI::App& app) {
     if (exists) {
       old = parent / (target.filename().string() + ".old-" + std::to_string(::getpid()));
       if (::rename(target.c_str(), old.c_str()) != 0) {
-        throw Error(Finding{Finding::Severity::kError, "write-failed",
+        throw Error(Finding{Finding::Severity::kError,
+                            "write-failed",
                             std::string("cannot move the old directory aside: ") + std::strerror(errno),
-                            target.string(), {}, {}, {}});
+                            target.string(),
+                            {},
+                            {},
+                            {}});
       }
     }
     if (::rename(tmp.c_str(), target.c_str()) != 0) {
       int e = errno;
       if (!old.empty()) ::rename(old.c_str(), target.c_str());
-      throw Error(Finding{Finding::Severity::kError, "write-failed",
+      throw Error(Finding{Finding::Severity::kError,
+                          "write-failed",
                           std::string("cannot rename the temporary directory into place: ") + std::strerror(e),
-                          target.string(), {}, {}, {}});
+                          target.string(),
+                          {},
+                          {},
+                          {}});
     }
     cleanup.p = old;  // the replaced directory goes
     std::cout << "extracted to " << o->dir << "\n";

@@ -65,7 +65,7 @@ static void Track(int fd, int flags) {
   if (fd >= 0 && fd < (int)sizeof g_tracked) g_tracked[fd] = (flags & O_CREAT) != 0;
 }
 
-#define REAL(name)                  \
+#define REAL(name)                      \
   static __typeof__(&name) real_##name; \
   if (!real_##name) real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
