@@ -347,3 +347,107 @@ TEST(CliHostile, LargeZerosAreStreamedAsAHole) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// ---- Messages and exit codes
+
+TEST(CliMessages, AMistypedSubcommandIsNamedWithASuggestion) {
+  auto r = RunPtepack({"inpsect", "f.pte"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown subcommand \"inpsect\"; did you mean \"inspect\"?"), std::string::npos) << r.err;
+  r = RunPtepack({"help", "repack"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--in-place"), std::string::npos) << r.out;
+  r = RunPtepack({"help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("extract"), std::string::npos) << r.out;
+  // A terminal escape in the word is shown escaped, not sent to the terminal.
+  r = RunPtepack({"\x1b[2Jx"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\\x1b[2Jx"), std::string::npos) << r.err;
+}
+
+TEST(CliMessages, JsonErrorsAreAJsonObjectOnStdout) {
+  ScopedDir d("messages_json");
+  auto r = RunPtepack({"verify", d / "missing.pte", "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["error"]["code"], "usage");
+  EXPECT_EQ(j["error"]["exit_code"], 2);
+  std::ofstream(d / "deep.json") << std::string(300, '[');
+  r = RunPtepack({"repack", d / "deep.json", "--json", "-o", d / "x.pte"});
+  EXPECT_EQ(r.exit_code, 2);
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["error"]["file"], d / "deep.json");
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
+}
+
+// The README's table: 0 ok, 1 invalid / differs, 2 usage or I/O error.
+TEST(CliMessages, ExitCodesFollowOneTable) {
+  NEED_FIXTURES();
+  ScopedDir d("messages_exit");
+  const std::string ks = FixturePath("keyword_spotting.pte");
+  std::ofstream(d / "bad.pte") << "not a program";
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+  };
+  const std::vector<Case> cases = {
+      {{"verify", ks}, 0},
+      {{"verify", d / "bad.pte"}, 1},
+      {{"inspect", d / "bad.pte"}, 1},
+      {{"checksum", ks}, 0},
+      {{"verify", ks, "--bogus-flag"}, 2},
+      {{"verify", d / "none.pte"}, 2},
+      {{"inspect", d / "none.pte"}, 2},
+      {{"repack", ks}, 2},                                // no -o
+      {{"repack", d / "bad.pte", "-o", d / "o.pte"}, 2},  // cannot rewrite an invalid input
+      {{"split", ks, "-o", d / "o.pte"}, 2},              // no tag
+      {{"pack", d / "none.json", d / "none.json", "-o", d / "o.pte"}, 2},
+      {{"extract", d / "none.pte", "-o", d / "ex"}, 2},
+      {{"bundle", "create", d / "b.ptebundle", d / "none.pte"}, 2},
+      {{"bundle", "list", d / "bad.pte"}, 2},
+      {{"nosuchcommand"}, 2},
+  };
+  for (const auto& c : cases) {
+    auto r = RunPtepack(c.args);
+    std::string cmd;
+    for (const auto& a : c.args) cmd += a + " ";
+    EXPECT_EQ(r.exit_code, c.code) << cmd << "\n" << r.err;
+  }
+}
+
+TEST(CliMessages, SplitWithNothingToSplitSaysSo) {
+  NEED_FIXTURES();
+  ScopedDir d("messages_split_nothing");
+  auto r = RunPtepack({"split", FixturePath("add.pte"), "--external-constants", "w", "-o", d / "a.pte"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has no constants to move"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no w.ptd was written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "w.ptd"));
+}
+
+// Every JSON input a fuzzer or a report found a crash with: refused with
+// exit 2 as a spec and as a config, never a signal.
+TEST(CliHostile, JsonRegressionInputsAreRefusedNotCrashedOn) {
+  ScopedDir d("hostile_json_regressions");
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(Testdata("regressions"))) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    for (bool as_spec : {true, false}) {
+      SCOPED_TRACE(e.path().string() + (as_spec ? " as spec" : " as config"));
+      auto r = as_spec ? RunPtepack({"pack", Testdata("pack/config.json"), e.path().string(), "-o", d / "x.pte"})
+                       : RunPtepack({"pack", e.path().string(), Testdata("pack/add_spec.json"), "-o", d / "x.pte"});
+      EXPECT_EQ(r.signal, 0);
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+    }
+  }
+  EXPECT_GE(n, 2u);
+}
+
+}  // namespace
+}  // namespace ptepack

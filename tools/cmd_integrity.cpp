@@ -123,7 +123,7 @@ void RegisterBundle(CLI::App& app) {
   auto* c = b->add_subcommand("create", "Write OUT.ptebundle from IN.pte and its .ptd files");
   c->add_option("OUT", co->out, "Bundle to write")->required();
   c->add_option("INPUTS", co->inputs, "The .pte first, then its .ptd files")->required()->check(CLI::ExistingFile);
-  c->add_option("--level", co->bo.level, "zstd compression level 1..19 (default 3)");
+  c->add_option("--level", co->bo.level, "zstd compression level 1..22 (default 3; 20..22 need much more memory)");
   c->add_option("--threads", co->bo.threads, "zstd worker threads (default 0: compress in one thread)");
   c->add_flag("--long", co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
   c->add_flag("-q,--quiet", co->quiet, "No progress output");

@@ -175,8 +175,8 @@ void PrintDryRun(const WriteResult& r, bool json) {
 
 // Writes, re-reads and verifies the outputs, prints the summary and sets the
 // exit code.
-void WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
-                    const OutputFlags& f, nlohmann::json extra = nlohmann::json::object()) {
+WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+                           const OutputFlags& f, nlohmann::json extra = nlohmann::json::object()) {
   WriteOptions wo{inputs, f.in_place, ProgressPrinter(f.quiet)};
   wo.force = f.force;
   wo.dry_run = f.dry_run;
@@ -184,7 +184,7 @@ void WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vec
   if (f.dry_run) {
     PrintDryRun(r, f.json);
     g_exit = kOk;
-    return;
+    return r;
   }
   nlohmann::json j;
   bool ok = CheckOutputs(r, f.quiet, &j);
@@ -192,6 +192,7 @@ void WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vec
   j.update(extra);
   if (f.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   g_exit = ok ? kOk : kFailed;
+  return r;
 }
 
 }  // namespace
@@ -261,7 +262,12 @@ void RegisterSplit(CLI::App& app) {
     cfg.external_mutable_weights = o->mutable_weights;
     cfg.inline_constants = false;
     cfg.Validate();
-    WriteAndReport(pkg, cfg, in.paths, o->out);
+    WriteResult r = WriteAndReport(pkg, cfg, in.paths, o->out);
+    if (r.ptds.empty()) {
+      std::cerr << "ptepack: note: " << o->in << " has no constants to move (none stored in the program"
+                << (o->mutable_weights ? ", no mutable weights" : "") << "); no " << o->tag << ".ptd was "
+                << (o->out.dry_run ? "planned" : "written") << "\n";
+    }
   });
 }
 
