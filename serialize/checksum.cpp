@@ -223,6 +223,19 @@ nlohmann::json ManifestJson(const std::vector<FileSums>& files) {
 }
 
 void WriteManifest(const std::string& path, const std::vector<FileSums>& files) {
+  // Entries are keyed by base name: two files of one name would be ambiguous.
+  std::map<std::string, std::string> names;
+  for (const auto& f : files) {
+    auto [it, fresh] = names.emplace(BaseName(f.path), f.path);
+    if (!fresh) {
+      Finding e;
+      e.code = "manifest-name-clash";
+      e.file = path;
+      e.message = "two files named \"" + it->first + "\" (" + it->second + " and " + f.path +
+                  "); a manifest names files by base name: write one manifest per directory";
+      throw Error(std::move(e));
+    }
+  }
   std::string text = ManifestJson(files).dump(2) + "\n";
   std::vector<std::string> inputs;
   for (const auto& f : files) inputs.push_back(f.path);

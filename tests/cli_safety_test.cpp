@@ -451,3 +451,26 @@ TEST(CliHostile, JsonRegressionInputsAreRefusedNotCrashedOn) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+TEST(CliMessages, ChecksumTakesPtdAndRefusesAmbiguousManifests) {
+  NEED_FIXTURES();
+  ScopedDir d("messages_checksum");
+  auto r = RunPtepack({"checksum", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["files"].size(), 2u);
+  EXPECT_EQ(j["files"][1]["name"], "linear.ptd");
+  fs::create_directories(d / "a");
+  fs::create_directories(d / "b");
+  fs::copy_file(FixturePath("add.pte"), d / "a/m.pte");
+  fs::copy_file(FixturePath("xor.pte"), d / "b/m.pte");
+  r = RunPtepack({"checksum", d / "a/m.pte", d / "b/m.pte", "--write-manifest", d / "man.json"});
+  ExpectLocatedError(r, d / "man.json", "manifest-name-clash");
+  EXPECT_FALSE(fs::exists(d / "man.json"));
+}
+
+}  // namespace
+}  // namespace ptepack

@@ -14,7 +14,7 @@ namespace ptepack::cli {
 namespace {
 
 struct ChecksumOpts {
-  std::vector<std::string> files;
+  std::vector<std::string> files, ptds;
   bool json = false;
   IntegrityOptions io;
 };
@@ -63,11 +63,14 @@ void RegisterChecksum(CLI::App& app) {
                                "padding); write them to a JSON manifest or compare with one. Files are verified "
                                "first. Same as `verify --checksum`, for several files at once.");
   c->add_option("FILE", o->files, ".pte and .ptd files")->required()->check(CLI::ExistingFile);
+  c->add_option("--ptd", o->ptds, "More .ptd files (the same as giving them as FILE)")->check(CLI::ExistingFile);
   c->add_flag("--json", o->json, "Print JSON (the manifest's form)");
   c->add_option("--write-manifest", o->io.write_manifest, "Write the checksums to this JSON manifest");
   c->add_option("--manifest", o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment")
       ->check(CLI::ExistingFile);
   c->callback([o]() {
+    o->files.insert(o->files.end(), o->ptds.begin(), o->ptds.end());
+    o->ptds.clear();
     std::vector<std::unique_ptr<PteFile>> ptes;
     std::vector<std::unique_ptr<PtdFile>> ptds;
     std::vector<const Report*> reports;
