@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "serialize/error.h"
@@ -330,6 +331,19 @@ std::vector<Report> CheckManifest(const nlohmann::json& manifest, const std::vec
     for (const auto& [n, w] : want) {
       rep.Error("region-mismatch", n + " is in the manifest but not in the file");
     }
+    out.push_back(std::move(rep));
+  }
+  // Every entry is checked or named: a file listed in the manifest but not
+  // given was not checked, so the comparison cannot say "all match".
+  std::set<std::string> given;
+  for (const auto& f : files) given.insert(BaseName(f.path));
+  for (const auto& e : manifest["files"]) {
+    const std::string name = e["name"].get<std::string>();
+    if (given.count(name)) continue;
+    Report rep(name);
+    rep.Error("not-checked",
+              "the manifest lists \"" + name + "\" but it was not given, so it was not checked: give it too (as "
+              "FILE, or with --ptd)");
     out.push_back(std::move(rep));
   }
   return out;

@@ -474,3 +474,28 @@ TEST(CliMessages, ChecksumTakesPtdAndRefusesAmbiguousManifests) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+TEST(CliMessages, VerifyManifestChecksOrNamesEveryEntry) {
+  NEED_FIXTURES();
+  ScopedDir d("messages_manifest_entries");
+  ASSERT_EQ(RunPtepack({"checksum", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "--write-manifest",
+                        d / "m.json"})
+                .exit_code,
+            0);
+  // The .ptd listed in the manifest is not given: not "all checksums match".
+  auto r = RunPtepack({"verify", FixturePath("linear.pte"), "--checksum", "--manifest", d / "m.json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("all checksums match"), std::string::npos) << r.out;
+  EXPECT_NE((r.out + r.err).find("linear.ptd"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("[not-checked]"), std::string::npos) << r.out << r.err;
+  r = RunPtepack({"verify", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "--checksum", "--manifest",
+                  d / "m.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("all checksums match"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ptepack
