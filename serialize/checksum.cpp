@@ -341,9 +341,9 @@ std::vector<Report> CheckManifest(const nlohmann::json& manifest, const std::vec
     const std::string name = e["name"].get<std::string>();
     if (given.count(name)) continue;
     Report rep(name);
-    rep.Error("not-checked",
-              "the manifest lists \"" + name + "\" but it was not given, so it was not checked: give it too (as "
-              "FILE, or with --ptd)");
+    rep.Error("not-checked", "the manifest lists \"" + name +
+                                 "\" but it was not given, so it was not checked: give it too (as "
+                                 "FILE, or with --ptd)");
     out.push_back(std::move(rep));
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <flatbuffers/idl.h>
 
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -99,6 +100,47 @@ Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& 
   }
   if (j.contains("zeros")) return Bytes::Zeros(SizeField(j, "zeros", base, what, Bytes::kMaxZeros));
   BadSpec(base, what + ": expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
+}
+
+// flatc prints infinite and NaN doubles as bare inf/nan, which is not JSON:
+// quote them ("inf", "-inf", "nan"); FlatBuffers' parser reads them back.
+std::string QuoteNonFinite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    if (c == '-' || c == '+' || c == 'i' || c == 'n') {
+      size_t j = i + ((c == '-' || c == '+') ? 1 : 0);
+      size_t k = j;
+      while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
+      const std::string word = text.substr(j, k - j);
+      if (word == "inf" || word == "nan" || word == "infinity") {
+        out += '"';
+        if (c == '-') out += '-';
+        out += word;
+        out += '"';
+        i = k - 1;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
 }
 
 }  // namespace
@@ -246,7 +288,7 @@ std::string ProgramToJson(const PteFile& pte) {
   if (!flatbuffers::GenerateText(*parser, pte.file().data, &out)) {
     throw Error("internal-json", "cannot print program as JSON");
   }
-  return out;
+  return QuoteNonFinite(out);
 }
 
 }  // namespace ptepack

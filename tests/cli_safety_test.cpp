@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "serialize/program_builder.h"
 #include "serialize/pte_reader.h"
@@ -495,6 +498,51 @@ TEST(CliMessages, VerifyManifestChecksOrNamesEveryEntry) {
                   d / "m.json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("all checksums match"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// extract's program.json is JSON even for infinite and NaN doubles, and packs
+// back to the same values.
+TEST(CliMessages, ProgramJsonQuotesInfAndNan) {
+  ScopedDir d("messages_inf_nan");
+  ProgramBuilder b;
+  auto& m = b.AddMethod("forward");
+  uint32_t x = m.Tensor({kFloat, {2}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({kFloat, {2}, PlannedLocation{1, 16}});
+  uint32_t inf = m.Double(std::numeric_limits<double>::infinity());
+  uint32_t ninf = m.Double(-std::numeric_limits<double>::infinity());
+  uint32_t nan = m.Double(std::numeric_limits<double>::quiet_NaN());
+  uint32_t op = m.Operator("aten::clamp", "out");
+  m.KernelCall(op, {static_cast<int32_t>(x), static_cast<int32_t>(ninf), static_cast<int32_t>(inf),
+                    static_cast<int32_t>(nan), static_cast<int32_t>(y)});
+  m.Inputs({static_cast<int32_t>(x)});
+  m.Outputs({static_cast<int32_t>(y)});
+  m.PlannedBufferSizes({0, 32});
+  WritePackage(b.Build(), BackendConfig{}, d / "m.pte");
+  auto r = RunPtepack({"extract", d / "m.pte", "-o", d / "ex"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json program;
+  ASSERT_NO_THROW(program = nlohmann::json::parse(Slurp(d / "ex/program.json"))) << Slurp(d / "ex/program.json");
+  const auto& values = program["execution_plan"][0]["values"];
+  EXPECT_EQ(values[inf]["val"]["double_val"], "inf");
+  EXPECT_EQ(values[ninf]["val"]["double_val"], "-inf");
+  EXPECT_EQ(values[nan]["val"]["double_val"], "nan");
+  // Packed back, the doubles are the same.
+  WriteJson(d / "spec.json", {{"program", program}});
+  std::ofstream(d / "config.json") << "{}";
+  r = RunPtepack({"pack", d / "config.json", d / "spec.json", "-q", "-o", d / "again.pte"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto pte = PteFile::Open(d / "again.pte");
+  ASSERT_TRUE(pte->ok());
+  const auto* vals = pte->program()->execution_plan()->Get(0)->values();
+  EXPECT_TRUE(std::isinf(vals->Get(inf)->val_as_Double()->double_val()));
+  EXPECT_LT(vals->Get(ninf)->val_as_Double()->double_val(), 0);
+  EXPECT_TRUE(std::isnan(vals->Get(nan)->val_as_Double()->double_val()));
 }
 
 }  // namespace
