@@ -258,6 +258,11 @@ TEST(CliSafety, RepackWithoutItsPtdNamesTheMissingData) {
   EXPECT_NE(r.err.find("linear.weight"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--ptd"), std::string::npos) << r.err;
   EXPECT_TRUE(Entries(d.path()).empty());
+  // verify agrees: the program alone is valid, and it says the data was not checked.
+  r = RunPtepack({"verify", FixturePath("linear.pte")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("OK (program only: 2 tensor(s) live in a .ptd data file that was not given"), std::string::npos)
+      << r.out;
   EXPECT_EQ(
       RunPtepack({"repack", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "-q", "-o", d / "l.pte"})
           .exit_code,

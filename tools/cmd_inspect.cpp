@@ -140,7 +140,20 @@ void RegisterVerify(CLI::App& app) {
         std::cout << "manifest " << io->manifest << ": all checksums match\n";
       }
       if (ok) {
-        std::cout << o->file << ": OK\n";
+        // Without its .ptd, only the program was checked: say so (repack
+        // would refuse it, naming the missing data).
+        size_t external = 0;
+        if (l.pte && o->ptds.empty()) {
+          auto probe = PteFile::Open(o->file, ro);
+          probe->CheckExternalKeys({});
+          for (const auto& f : probe->report().findings()) external += f.code == "dangling-external-key";
+        }
+        std::cout << o->file << ": OK";
+        if (external > 0) {
+          std::cout << " (program only: " << external
+                    << " tensor(s) live in a .ptd data file that was not given; pass it with --ptd to check them)";
+        }
+        std::cout << "\n";
       } else {
         std::cerr << o->file << ": INVALID\n";
       }
