@@ -552,3 +552,33 @@ TEST(CliMessages, ProgramJsonQuotesInfAndNan) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+TEST(CliMessages, ControlCharactersInNamesAreEscaped) {
+  ScopedDir d("messages_escape");
+  ProgramBuilder b;
+  auto& m = b.AddMethod("fwd\x1b]0;pwned\x07\x1b[2J");
+  uint32_t x = m.Tensor({kFloat, {2}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({kFloat, {2}, PlannedLocation{1, 16}});
+  uint32_t op = m.Operator("aten::relu\x1b[31m", "out");
+  m.KernelCall(op, {static_cast<int32_t>(x), static_cast<int32_t>(y)});
+  m.Inputs({static_cast<int32_t>(x)});
+  m.Outputs({static_cast<int32_t>(y)});
+  m.PlannedBufferSizes({0, 32});
+  WritePackage(b.Build(), BackendConfig{}, d / "m.pte");
+  auto r = RunPtepack({"inspect", d / "m.pte"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos);
+  EXPECT_NE(r.out.find("fwd\\x1b]0;pwned\\x07\\x1b[2J"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aten::relu\\x1b[31m"), std::string::npos) << r.out;
+  // JSON keeps the exact bytes (escaped by JSON itself).
+  r = RunPtepack({"inspect", "--json", d / "m.pte"});
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["methods"][0]["name"], "fwd\x1b]0;pwned\x07\x1b[2J");
+}
+
+}  // namespace
+}  // namespace ptepack

@@ -33,10 +33,10 @@ bool IsPtdFile(const std::string& path);
 
 // `s` with control characters (and DEL) shown as \xNN, so that names read
 // from a file cannot drive the user's terminal.
-inline std::string EscapeControl(const std::string& s) {
+inline std::string EscapeControl(const std::string& s, bool keep_newlines = false) {
   std::string out;
   for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
+    if ((c < 0x20 || c == 0x7f) && !(keep_newlines && (c == '\n' || c == '\t'))) {
       static const char* kHex = "0123456789abcdef";
       out += "\\x";
       out += kHex[c >> 4];
