@@ -410,7 +410,8 @@ std::string PathKey(const std::string& p) {
 }
 
 bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {};
+  struct stat sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
@@ -474,8 +475,7 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   std::map<std::string, std::string> seen;  // canonical path -> what it is
   for (size_t i = 0; i < targets.size(); ++i) {
     const bool is_pte = i + 1 == targets.size();
-    const std::string what =
-        is_pte ? "the program" : "the data file of tag \"" + l.external[i].tag + "\"";
+    const std::string what = is_pte ? "the program" : "the data file of tag \"" + l.external[i].tag + "\"";
     auto [it, fresh] = seen.emplace(PathKey(targets[i]), what);
     if (!fresh) {
       Refuse("output-collision", targets[i],
@@ -499,7 +499,8 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
       for (const auto& in : o.inputs) {
         if (!o.allow_overwrite_input && SameFile(in, t)) {
           Refuse("overwrite-input", t,
-                 "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)");
+                 "output is the same file as input " + in +
+                     "; refusing to overwrite it in place (use --in-place to allow)");
         }
       }
     } else {
