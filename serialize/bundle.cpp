@@ -135,6 +135,8 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
   BundleInfo info;
   std::set<std::string> names;
   uint64_t total = 0;
+  std::unique_ptr<PteFile> program;
+  std::vector<std::unique_ptr<PtdFile>> data_files;
   for (size_t i = 0; i < inputs.size(); ++i) {
     BundleMember m;
     m.name = BaseName(inputs[i]);
@@ -142,17 +144,30 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
     if (!names.insert(m.name).second) Fail("bad-arguments", inputs[i], "two inputs are named \"" + m.name + "\"");
     // Only valid files go in; checking reads headers and flatbuffers, not data.
     if (i == 0) {
-      auto pte = PteFile::Open(inputs[i]);
-      pte->report().ThrowIfError();
+      program = PteFile::Open(inputs[i]);
+      program->report().ThrowIfError();
       m.kind = "pte";
-      total += pte->file().size;
+      total += program->file().size;
     } else {
-      auto ptd = PtdFile::Open(inputs[i]);
-      ptd->report().ThrowIfError();
+      data_files.push_back(PtdFile::Open(inputs[i]));
+      data_files.back()->report().ThrowIfError();
       m.kind = "ptd";
-      total += ptd->file().size;
+      total += data_files.back()->file().size;
     }
     info.members.push_back(std::move(m));
+  }
+  // A bundle is the program with all its data: every external key must be
+  // in one of the .ptd files that go in.
+  {
+    std::vector<const PtdFile*> ptrs;
+    for (const auto& p : data_files) ptrs.push_back(p.get());
+    program->CheckExternalKeys(ptrs);
+    for (Finding f : program->report().findings()) {
+      if (f.code != "dangling-external-key") continue;
+      f.message += data_files.empty() ? "; the program keeps tensors in a .ptd: add it after the .pte"
+                                      : "; add the .ptd that holds it after the .pte";
+      throw Error(std::move(f));
+    }
   }
   std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();

@@ -582,3 +582,23 @@ TEST(CliMessages, ControlCharactersInNamesAreEscaped) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+TEST(CliMessages, BundleCreateNeedsEveryExternalKey) {
+  NEED_FIXTURES();
+  ScopedDir d("messages_bundle_keys");
+  auto r = RunPtepack({"bundle", "create", d / "b.ptebundle", FixturePath("linear.pte"), "-q"});
+  ExpectLocatedError(r, "linear.pte", "dangling-external-key");
+  EXPECT_NE(r.err.find("linear.weight"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "b.ptebundle"));
+  // The wrong .ptd does not do either.
+  r = RunPtepack({"bundle", "create", d / "b.ptebundle", FixturePath("linear.pte"), FixturePath("xor.ptd"), "-q"});
+  ExpectLocatedError(r, "linear.pte", "dangling-external-key");
+  r = RunPtepack({"bundle", "create", d / "b.ptebundle", FixturePath("linear.pte"), FixturePath("linear.ptd"), "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace ptepack
