@@ -602,3 +602,25 @@ TEST(CliMessages, BundleCreateNeedsEveryExternalKey) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+TEST(CliMessages, EmitFlagsThatCannotAddAnythingSaySo) {
+  NEED_FIXTURES();
+  ScopedDir d("messages_emit_noop");
+  auto r = RunPtepack({"repack", FixturePath("add.pte"), "--emit-stacktrace", "true", "-q", "-o", d / "a.pte"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has no stack traces; --emit-stacktrace true cannot add them"), std::string::npos) << r.err;
+  // testdata/pack/config.json keeps stack traces: nothing to say then.
+  ASSERT_EQ(
+      RunPtepack({"pack", Testdata("pack/config.json"), Testdata("pack/add_spec.json"), "-q", "-o", d / "traced.pte"})
+          .exit_code,
+      0);
+  r = RunPtepack({"repack", d / "traced.pte", "--emit-stacktrace", "true", "-q", "-o", d / "b.pte"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("stack traces"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ptepack

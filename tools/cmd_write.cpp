@@ -229,6 +229,30 @@ void RegisterRepack(CLI::App& app) {
       for (auto& ef : pkg.external) UpgradeLegacy(ef);
     }
     WriteAndReport(pkg, cfg, in.paths, o->out, {{"input_reproducible", inf.exact}});
+    // --emit-* true cannot bring back what the input no longer has: say so.
+    bool traces = false, names = false;
+    if (const auto* plans = in.pte->program() ? in.pte->program()->execution_plan() : nullptr) {
+      for (const auto* plan : *plans) {
+        if (plan->chains()) {
+          for (const auto* ch : *plan->chains()) traces = traces || (ch->stacktrace() && ch->stacktrace()->size());
+        }
+        if (!plan->values()) continue;
+        for (const auto* v : *plan->values()) {
+          if (v->val_type() != executorch_flatbuffer::KernelTypes::Tensor || !v->val()) continue;
+          const auto* eti = v->val_as_Tensor()->extra_tensor_info();
+          names = names || (eti && eti->fully_qualified_name() &&
+                            eti->location() != executorch_flatbuffer::TensorDataLocation::EXTERNAL);
+        }
+      }
+    }
+    if (o->ov.emit_stacktrace.value_or(false) && !traces) {
+      std::cerr << "ptepack: note: " << o->in
+                << " has no stack traces; --emit-stacktrace true cannot add them (re-export with them)\n";
+    }
+    if (o->ov.emit_mutable_buffer_names.value_or(false) && !names) {
+      std::cerr << "ptepack: note: " << o->in
+                << " has no mutable buffer names; --emit-mutable-buffer-names true cannot add them\n";
+    }
   });
 }
 
