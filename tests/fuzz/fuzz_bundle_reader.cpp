@@ -18,6 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string d =
         (std::filesystem::temp_directory_path() / ("ptepack_fuzz_bundle_" + std::to_string(::getpid()))).string();
     std::filesystem::create_directories(d);
+    static std::string to_remove = d;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(to_remove, ec);
+    });
     return d;
   }();
   const std::string path = scratch + "/in.ptebundle";
