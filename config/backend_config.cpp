@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "serialize/error.h"
+#include "serialize/file_io.h"
+#include "serialize/spec.h"
 
 namespace ptepack {
 
@@ -153,17 +155,11 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
 }
 
 BackendConfig BackendConfig::FromFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    Finding f;
-    f.code = "open-failed";
-    f.file = path;
-    f.message = "cannot open config file";
-    throw Error(std::move(f));
-  }
+  const std::string text = ReadSmallFile(path);
+  CheckJsonDepth(text, path, "bad-config");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     Finding f;
     f.code = "bad-config";

@@ -4,8 +4,10 @@
 # out-of-memory. Seeds come from the ExecuTorch fixtures plus tests/fuzz/seeds;
 # the growing corpus is kept in build-fuzz/corpus/<target>/ between runs.
 #
-#   FUZZ_SECONDS=300 scripts/fuzz.sh          # both targets, 5 minutes each
+#   FUZZ_SECONDS=300 scripts/fuzz.sh          # every target, 5 minutes each
 #   scripts/fuzz.sh fuzz_ptd_reader           # only one target
+# Targets: fuzz_pte_reader, fuzz_ptd_reader, fuzz_spec_reader (pack specs and
+# configs as JSON), fuzz_bundle_reader (.ptebundle index and members).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,7 +16,7 @@ JOBS=${FUZZ_BUILD_JOBS:-2}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 FIXTURES=${PTEPACK_FIXTURES_DIR:-$ROOT/../shared/fixtures/executorch}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_pte_reader fuzz_ptd_reader)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_pte_reader fuzz_ptd_reader fuzz_spec_reader fuzz_bundle_reader)
 
 # -O1: a plain Debug build (-O0) runs several times slower under the sanitizers.
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPTEPACK_SANITIZE=ON \
@@ -29,6 +31,8 @@ for t in "${TARGETS[@]}"; do
   case $t in
     fuzz_pte_reader) pattern='*.pte' ;;
     fuzz_ptd_reader) pattern='*.ptd' ;;
+    fuzz_spec_reader) pattern='*.json' ;;
+    fuzz_bundle_reader) pattern='*.ptebundle' ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
   esac
   corpus=$BUILD/corpus/$t
@@ -40,6 +44,9 @@ for t in "${TARGETS[@]}"; do
   find "$FIXTURES" -maxdepth 1 -name "$pattern" -size -65k -exec cp -f {} "$seeds/" \;
   if [ -d tests/fuzz/seeds ]; then
     find tests/fuzz/seeds -maxdepth 1 -name "$pattern" -exec cp -f {} "$seeds/" \;
+  fi
+  if [ "$t" = fuzz_spec_reader ]; then
+    find testdata/pack -maxdepth 1 -name '*.json' -exec cp -f {} "$seeds/" \;
   fi
   if [ -d testdata/regressions ]; then
     find testdata/regressions -maxdepth 1 -name "$pattern" -exec cp -f {} "$seeds/" \;

@@ -18,6 +18,7 @@
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_format.h"
 #include "serialize/pte_reader.h"
+#include "serialize/spec.h"
 
 namespace ptepack {
 namespace {
@@ -134,6 +135,8 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
   BundleInfo info;
   std::set<std::string> names;
   uint64_t total = 0;
+  std::unique_ptr<PteFile> program;
+  std::vector<std::unique_ptr<PtdFile>> data_files;
   for (size_t i = 0; i < inputs.size(); ++i) {
     BundleMember m;
     m.name = BaseName(inputs[i]);
@@ -141,17 +144,30 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
     if (!names.insert(m.name).second) Fail("bad-arguments", inputs[i], "two inputs are named \"" + m.name + "\"");
     // Only valid files go in; checking reads headers and flatbuffers, not data.
     if (i == 0) {
-      auto pte = PteFile::Open(inputs[i]);
-      pte->report().ThrowIfError();
+      program = PteFile::Open(inputs[i]);
+      program->report().ThrowIfError();
       m.kind = "pte";
-      total += pte->file().size;
+      total += program->file().size;
     } else {
-      auto ptd = PtdFile::Open(inputs[i]);
-      ptd->report().ThrowIfError();
+      data_files.push_back(PtdFile::Open(inputs[i]));
+      data_files.back()->report().ThrowIfError();
       m.kind = "ptd";
-      total += ptd->file().size;
+      total += data_files.back()->file().size;
     }
     info.members.push_back(std::move(m));
+  }
+  // A bundle is the program with all its data: every external key must be
+  // in one of the .ptd files that go in.
+  {
+    std::vector<const PtdFile*> ptrs;
+    for (const auto& p : data_files) ptrs.push_back(p.get());
+    program->CheckExternalKeys(ptrs);
+    for (Finding f : program->report().findings()) {
+      if (f.code != "dangling-external-key") continue;
+      f.message += data_files.empty() ? "; the program keeps tensors in a .ptd: add it after the .pte"
+                                      : "; add the .ptd that holds it after the .pte";
+      throw Error(std::move(f));
+    }
   }
   std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();
@@ -218,6 +234,7 @@ BundleInfo ReadIndex(int fd, const std::string& path) {
   if (ReadAt(fd, reinterpret_cast<uint8_t*>(text.data()), text.size(), index_off, path) != text.size()) {
     Fail("bad-bundle", path, "cannot read bundle index");
   }
+  CheckJsonDepth(text, path, "bad-bundle");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -286,12 +303,24 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
   std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
   CheckZstd(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kLongWindowLog), bundle, "window limit");
+  WritingScope writing;
+  struct Staged {
+    std::vector<std::pair<std::string, std::string>> files;  // staging name, target
+    ~Staged() {
+      for (const auto& f : files) ::unlink(f.first.c_str());
+    }
+  } staged;
   std::vector<std::unique_ptr<AtomicFile>> outs;
   std::vector<std::string> written;
   std::vector<uint8_t> ibuf(ZSTD_DStreamInSize() * 8), obuf(ZSTD_DStreamOutSize() * 8);
   for (const auto& m : info.members) {
     const std::string p = dir + "/" + m.name;
-    outs.push_back(std::make_unique<AtomicFile>(p, AtomicFile::Options{{bundle}, false}));
+    CheckOutputPath(p);
+    AtomicFile::Options ao{{bundle}, false};
+    ao.replaces = p;
+    const std::string staged_name = p + ".tmp-staged-" + std::to_string(::getpid());
+    outs.push_back(std::make_unique<AtomicFile>(staged_name, ao));
+    staged.files.emplace_back(staged_name, p);
     AtomicFile& out = *outs.back();
     CheckZstd(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only), bundle, "reset");
     Xxh3Stream h;
@@ -341,7 +370,11 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
     }
     written.push_back(p);
   }
+  // Every member is complete and checked: commit them under their staging
+  // names, then rename all of them into place, all or nothing.
   for (auto& o : outs) o->Commit();
+  RenameAllOrNothing(staged.files);
+  staged.files.clear();
   return written;
 }
 

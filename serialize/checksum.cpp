@@ -11,11 +11,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "serialize/error.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
+#include "serialize/spec.h"
 
 // libxxhash's runtime-dispatched XXH3 (x86 builds have it, see
 // xxh_x86dispatch.h); weak, so a library without it still links and the
@@ -222,6 +224,19 @@ nlohmann::json ManifestJson(const std::vector<FileSums>& files) {
 }
 
 void WriteManifest(const std::string& path, const std::vector<FileSums>& files) {
+  // Entries are keyed by base name: two files of one name would be ambiguous.
+  std::map<std::string, std::string> names;
+  for (const auto& f : files) {
+    auto [it, fresh] = names.emplace(BaseName(f.path), f.path);
+    if (!fresh) {
+      Finding e;
+      e.code = "manifest-name-clash";
+      e.file = path;
+      e.message = "two files named \"" + it->first + "\" (" + it->second + " and " + f.path +
+                  "); a manifest names files by base name: write one manifest per directory";
+      throw Error(std::move(e));
+    }
+  }
   std::string text = ManifestJson(files).dump(2) + "\n";
   std::vector<std::string> inputs;
   for (const auto& f : files) inputs.push_back(f.path);
@@ -231,13 +246,11 @@ void WriteManifest(const std::string& path, const std::vector<FileSums>& files) 
 }
 
 nlohmann::json LoadManifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) BadManifest(path, "cannot open manifest");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = ReadSmallFile(path);
+  CheckJsonDepth(text, path, "bad-manifest");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     BadManifest(path, std::string("not valid JSON: ") + e.what());
   }
@@ -318,6 +331,19 @@ std::vector<Report> CheckManifest(const nlohmann::json& manifest, const std::vec
     for (const auto& [n, w] : want) {
       rep.Error("region-mismatch", n + " is in the manifest but not in the file");
     }
+    out.push_back(std::move(rep));
+  }
+  // Every entry is checked or named: a file listed in the manifest but not
+  // given was not checked, so the comparison cannot say "all match".
+  std::set<std::string> given;
+  for (const auto& f : files) given.insert(BaseName(f.path));
+  for (const auto& e : manifest["files"]) {
+    const std::string name = e["name"].get<std::string>();
+    if (given.count(name)) continue;
+    Report rep(name);
+    rep.Error("not-checked", "the manifest lists \"" + name +
+                                 "\" but it was not given, so it was not checked: give it too (as "
+                                 "FILE, or with --ptd)");
     out.push_back(std::move(rep));
   }
   return out;

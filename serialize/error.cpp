@@ -16,8 +16,14 @@ std::string Finding::ToString() const {
   if (offset) s += " at offset " + std::to_string(*offset) + " (" + Hex(*offset) + ")";
   s += ": " + message;
   if (!expected.empty() || !found.empty()) {
-    s += " (expected " + (expected.empty() ? std::string("-") : expected) + ", found " +
-         (found.empty() ? std::string("-") : found) + ")";
+    // Only the halves that are known: never "(expected -, found 1)".
+    if (expected.empty()) {
+      s += " (found " + found + ")";
+    } else if (found.empty()) {
+      s += " (expected " + expected + ")";
+    } else {
+      s += " (expected " + expected + ", found " + found + ")";
+    }
   }
   s += " [" + code + "]";
   return s;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <random>
 
@@ -36,7 +37,217 @@ std::atomic<bool> g_kernel_copy{true};
   throw Error(std::move(f));
 }
 
+// ---- Interrupts: temp files registered for the signal handler.
+constexpr int kSlots = 64;
+constexpr size_t kSlotPath = 4096;
+struct TempSlot {
+  std::atomic<bool> used{false};
+  char path[kSlotPath];
+};
+TempSlot g_slots[kSlots];
+std::atomic<int> g_writing{0};
+volatile std::sig_atomic_t g_signal = 0;
+
+int RegisterTemp(const std::string& path) {
+  if (path.size() >= kSlotPath) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    bool expected = false;
+    if (!g_slots[i].used.load() && g_slots[i].used.compare_exchange_strong(expected, true)) {
+      // Marked used before the path is complete: the handler only unlinks
+      // slots whose path is non-empty, and the path is written before
+      // its terminating byte is set.
+      g_slots[i].path[0] = '\0';
+      std::memcpy(g_slots[i].path + 1, path.c_str() + 1, path.size());
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      g_slots[i].path[0] = path[0];
+      return i;
+    }
+  }
+  return -1;
+}
+
+void UnregisterTemp(int slot) {
+  if (slot < 0) return;
+  g_slots[slot].path[0] = '\0';
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_slots[slot].used.store(false);
+}
+
+extern "C" void OnInterrupt(int sig) {
+  if (g_writing.load() > 0 && g_signal == 0) {
+    g_signal = sig;
+    return;
+  }
+  for (auto& s : g_slots) {
+    if (s.used.load() && s.path[0] != '\0') ::unlink(s.path);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+[[noreturn]] void ThrowErrorAt(const std::string& code, const std::string& path, const std::string& message) {
+  Finding f;
+  f.code = code;
+  f.file = path;
+  f.message = message;
+  throw Error(std::move(f));
+}
+
 }  // namespace
+
+void InstallInterruptHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked write returns EINTR and sees the flag
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
+}
+
+void ThrowIfInterrupted() {
+  if (g_signal != 0) {
+    Finding f;
+    f.code = "interrupted";
+    f.message = std::string("interrupted by ") +
+                (g_signal == SIGINT    ? "SIGINT"
+                 : g_signal == SIGTERM ? "SIGTERM"
+                                       : "a signal") +
+                "; temporary files removed, existing outputs unchanged";
+    throw Error(std::move(f));
+  }
+}
+
+void ReraiseInterrupt() {
+  int sig = g_signal;
+  if (sig == 0) return;
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+WritingScope::WritingScope() { ++g_writing; }
+WritingScope::~WritingScope() { --g_writing; }
+
+void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& staged) {
+  ThrowIfInterrupted();
+  struct Backup {
+    std::string path;  // empty: the target did not exist (or could not be linked)
+    bool existed = false;
+  };
+  std::vector<Backup> backups(staged.size());
+  auto drop_backups = [&] {
+    for (const auto& b : backups) {
+      if (!b.path.empty()) ::unlink(b.path.c_str());
+    }
+  };
+  for (size_t i = 0; i < staged.size(); ++i) {
+    const std::string& target = staged[i].second;
+    struct stat st {};
+    if (::lstat(target.c_str(), &st) != 0) continue;
+    backups[i].existed = true;
+    std::string b = target + ".tmp-old-" + std::to_string(::getpid());
+    ::unlink(b.c_str());
+    if (::link(target.c_str(), b.c_str()) == 0) backups[i].path = b;
+  }
+  for (size_t i = 0; i < staged.size(); ++i) {
+    if (::rename(staged[i].first.c_str(), staged[i].second.c_str()) == 0) continue;
+    const int err = errno;
+    for (size_t j = 0; j < i; ++j) {
+      if (!backups[j].path.empty()) {
+        if (::rename(backups[j].path.c_str(), staged[j].second.c_str()) == 0) backups[j].path.clear();
+      } else if (!backups[j].existed) {
+        ::unlink(staged[j].second.c_str());
+      }
+    }
+    drop_backups();
+    errno = err;
+    ThrowErrno("write-failed",
+               "cannot rename " + staged[i].first + " into place (earlier outputs of this run restored)",
+               staged[i].second);
+  }
+  drop_backups();
+}
+
+void CheckOutputPath(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // does not exist yet
+  if (S_ISLNK(st.st_mode)) {
+    std::string target(4096, '\0');
+    ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
+    target.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    ThrowErrorAt("output-symlink", path,
+                 "output is a symbolic link (to " + target +
+                     "); ptepack does not write through links: give the link's target as the output");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ThrowErrorAt("output-not-regular", path,
+                 std::string("output exists and is not a regular file (") +
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "a special file") +
+                     ")");
+  }
+}
+
+std::string ReadSmallFile(const std::string& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) ThrowErrno("open-failed", "cannot open file", path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    ThrowErrno("open-failed", "cannot stat file", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    ThrowErrorAt("not-regular-file", path,
+                 std::string("not a regular file (") +
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "a special file") +
+                     "); ptepack reads only regular files");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    ThrowErrorAt("file-too-large", path,
+                 "file is " + std::to_string(st.st_size) + " bytes; at most " + std::to_string(max_bytes) +
+                     " are accepted here");
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int e = errno;
+      ::close(fd);
+      errno = e;
+      ThrowErrno("read-failed", "cannot read file", path);
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  out.resize(got);
+  return out;
+}
+
+Bytes Bytes::Zeros(uint64_t n) {
+  if (n > kMaxZeros) {
+    throw Error("zeros-too-large",
+                "zeros of " + std::to_string(n) + " bytes; at most " + std::to_string(kMaxZeros) + " are supported");
+  }
+  Bytes b;
+  b.zeros = true;
+  b.size = static_cast<size_t>(n);
+  if (n == 0) return b;
+  void* p = ::mmap(nullptr, b.size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) ThrowErrno("mmap-failed", "cannot reserve address space for zeros", "");
+  const size_t len = b.size;
+  b.owner = std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
+  b.data = static_cast<const uint8_t*>(p);
+  return b;
+}
 
 Bytes Bytes::Copy(const void* p, size_t n) {
   std::vector<uint8_t> v(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
@@ -68,6 +279,7 @@ Bytes Bytes::Sub(size_t off, size_t n) const {
   Bytes b = View(data + off, n, owner);
   b.file_backed = file_backed;
   b.mapping = mapping;
+  b.zeros = zeros;
   return b;
 }
 
@@ -76,7 +288,8 @@ bool Bytes::Equals(const Bytes& o) const {
 }
 
 std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) ThrowErrno("open-failed", "cannot open file", path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -85,11 +298,12 @@ std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    Finding f;
-    f.code = "open-failed";
-    f.file = path;
-    f.message = "not a regular file";
-    throw Error(std::move(f));
+    ThrowErrorAt("not-regular-file", path,
+                 std::string("not a regular file (") +
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "a special file") +
+                     "); ptepack reads only regular files");
   }
   std::shared_ptr<MappedFile> m(new MappedFile());
   m->path_ = path;
@@ -169,6 +383,7 @@ constexpr uint64_t kWritebackChunk = 32 << 20;
 }  // namespace
 
 AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(path) {
+  CheckOutputPath(path);
   struct stat target {};
   if (::stat(path.c_str(), &target) == 0 && !options.allow_overwrite_input) {
     for (const auto& in : options.inputs) {
@@ -190,7 +405,20 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(
     if (fd_ < 0 && errno != EEXIST) break;
   }
   if (fd_ < 0) ThrowErrno("create-failed", "cannot create temporary output " + tmp_path_, path);
+  slot_ = RegisterTemp(tmp_path_);
+  ++g_writing;
   buf_.reset(new uint8_t[kBufSize]);
+  // The output keeps the mode (and, where permitted, the owner) of the file
+  // it replaces.
+  const std::string& like = options.replaces.empty() ? path : options.replaces;
+  struct stat old {};
+  if (::stat(like.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    (void)::fchmod(fd_, old.st_mode & 07777);
+    if (old.st_uid != ::geteuid() || old.st_gid != ::getegid()) {
+      if (::fchown(fd_, old.st_uid, old.st_gid) != 0) (void)::fchown(fd_, static_cast<uid_t>(-1), old.st_gid);
+      (void)::fchmod(fd_, old.st_mode & 07777);  // chown clears set-id bits
+    }
+  }
 }
 
 AtomicFile::~AtomicFile() {
@@ -198,6 +426,8 @@ AtomicFile::~AtomicFile() {
   if (src_.fd >= 0) ::close(src_.fd);
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
+  UnregisterTemp(slot_);
+  --g_writing;
 }
 
 void AtomicFile::SetFailAfterBytesForTesting(uint64_t n) { g_fail_after = n; }
@@ -214,6 +444,7 @@ void AtomicFile::CheckInjectedFault(uint64_t n) {
 void AtomicFile::RawWrite(const uint8_t* p, size_t n) {
   CheckInjectedFault(n);
   while (n > 0) {
+    ThrowIfInterrupted();
     ssize_t w = ::write(fd_, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
@@ -251,6 +482,7 @@ uint64_t AtomicFile::CopyFrom(int src_fd, uint64_t src_off, uint64_t n) {
   Flush();
   uint64_t done = 0;
   while (done < n) {
+    ThrowIfInterrupted();
     uint64_t chunk = std::min<uint64_t>(n - done, kCopyChunk);
     CheckInjectedFault(chunk);
     loff_t in = static_cast<loff_t>(src_off + done);
@@ -311,6 +543,10 @@ int AtomicFile::SourceFd(const MappedFile& m) {
 
 void AtomicFile::Write(const Bytes& b) {
   if (b.size == 0) return;
+  if (b.zeros) {
+    WriteZeros(b.size);
+    return;
+  }
   if (b.mapping == nullptr || !b.mapping->Contains(b.data, b.size)) {
     Write(b.data, b.size);
     return;
@@ -363,6 +599,7 @@ void AtomicFile::CopyExtents(int fd, uint64_t start, uint64_t n, bool may_have_h
 void AtomicFile::ReadFrom(int fd, uint64_t off, uint64_t n) {
   while (n > 0) {
     if (buf_len_ == kBufSize) Flush();
+    ThrowIfInterrupted();
     size_t want = static_cast<size_t>(std::min<uint64_t>(n, kBufSize - buf_len_));
     ssize_t r = ::pread(fd, buf_.get() + buf_len_, want, static_cast<off_t>(off));
     if (r < 0) {
@@ -445,12 +682,14 @@ void AtomicFile::Commit() {
   if (static_cast<uint64_t>(st.st_size) < offset_ && ::ftruncate(fd_, static_cast<off_t>(offset_)) != 0) {
     ThrowErrno("write-failed", "cannot set output size", path_);
   }
+  ThrowIfInterrupted();
   if (::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
   if (::close(fd_) != 0) {
     fd_ = -1;
     ThrowErrno("write-failed", "cannot close output", path_);
   }
   fd_ = -1;
+  ThrowIfInterrupted();
   if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     ThrowErrno("write-failed", "cannot rename temporary output into place", path_);
   }

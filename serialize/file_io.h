@@ -23,11 +23,19 @@ struct Bytes {
   // Sub); `owner` keeps it alive. Writers use it to copy in the kernel from
   // the file instead of through the mapping, and to drop pages they touched.
   const MappedFile* mapping = nullptr;
+  // All zeros (see Bytes::Zeros): `data` points at untouched anonymous
+  // memory that reads as zeros; writers leave holes instead of copying it.
+  bool zeros = false;
 
   static Bytes Copy(const void* p, size_t n);
   static Bytes Own(std::vector<uint8_t> v);
   static Bytes View(const void* p, size_t n, std::shared_ptr<const void> owner = nullptr);
-  Bytes Sub(size_t off, size_t n) const;  // bounds-checked
+  // n zero bytes that are never materialised: a private anonymous mapping
+  // (MAP_NORESERVE) whose pages read as the shared zero page. Throws
+  // Error("zeros-too-large") above kMaxZeros.
+  static Bytes Zeros(uint64_t n);
+  static constexpr uint64_t kMaxZeros = uint64_t{1} << 40;  // 1 TiB
+  Bytes Sub(size_t off, size_t n) const;                    // bounds-checked
   bool empty() const { return size == 0; }
   bool Equals(const Bytes& o) const;
 };
@@ -82,6 +90,10 @@ class AtomicFile {
     // device and inode), unless allow_overwrite_input is set.
     std::vector<std::string> inputs;
     bool allow_overwrite_input = false;
+    // The file whose mode (and, where permitted, owner) the output takes:
+    // default the target itself when it exists. New files get 0644 (umask
+    // applies).
+    std::string replaces = {};
   };
   AtomicFile(const std::string& path, const Options& options);
   explicit AtomicFile(const std::string& path) : AtomicFile(path, Options{}) {}
@@ -153,6 +165,48 @@ class AtomicFile {
   std::unique_ptr<uint8_t[]> buf_;
   size_t buf_len_ = 0;
   bool committed_ = false;
+  int slot_ = -1;  // registration for the signal handler
+};
+
+// Renames each (staged file, target) pair, all or nothing: existing targets
+// are first hard-linked to backup names; if a rename fails, the targets
+// renamed so far are restored from their backups (or removed when they did
+// not exist before) and Error("write-failed") is thrown. Backups are removed
+// in every case; staged files that were not renamed are left to the caller.
+void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& staged);
+
+// Outputs that are symbolic links are refused (never followed, never
+// replaced): the message names the link's target. Outputs that exist and are
+// not regular files (directories, FIFOs, devices) are refused too.
+// Throws Error("output-symlink" / "output-not-regular").
+void CheckOutputPath(const std::string& path);
+
+// Reads a whole small file (JSON specs, configs, manifests) after checking it
+// is a regular file no larger than `max_bytes`: a FIFO or device is refused
+// instead of blocking. Throws Error("open-failed" / "not-regular-file" /
+// "file-too-large").
+std::string ReadSmallFile(const std::string& path, uint64_t max_bytes = uint64_t{256} << 20);
+
+// SIGINT/SIGTERM while an output is being written: the handler only records
+// the signal; the next write, copy or commit throws Error("interrupted"), so
+// every temporary file and directory is removed by the normal unwinding, and
+// the caller then calls ReraiseInterrupt() to die of the signal. A signal
+// that arrives while nothing is being written, or a second signal, kills the
+// process at once after unlinking the registered temporary files.
+void InstallInterruptHandlers();
+// Throws Error("interrupted") if a signal was recorded.
+void ThrowIfInterrupted();
+// Re-raises a recorded signal with the default action (does not return if
+// one was recorded).
+void ReraiseInterrupt();
+// Counts an operation that writes outputs (AtomicFile does this itself; use
+// for longer sequences such as a directory being filled).
+class WritingScope {
+ public:
+  WritingScope();
+  ~WritingScope();
+  WritingScope(const WritingScope&) = delete;
+  WritingScope& operator=(const WritingScope&) = delete;
 };
 
 // Optional progress reporting for long operations: (bytes done, bytes total).

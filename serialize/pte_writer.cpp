@@ -4,7 +4,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "layout/alignment.h"
@@ -12,6 +16,8 @@
 #include "layout/placement.h"
 #include "serialize/error.h"
 #include "serialize/pte_format.h"
+#include "serialize/ptd_reader.h"
+#include "serialize/pte_reader.h"
 
 namespace ptepack {
 
@@ -484,8 +490,62 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   return out;
 }
 
+namespace {
+
+std::string PathKey(const std::string& p) {
+  std::error_code ec;
+  auto w = std::filesystem::weakly_canonical(std::filesystem::absolute(p), ec);
+  return ec ? std::filesystem::absolute(p).lexically_normal().string() : w.string();
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+[[noreturn]] void Refuse(const std::string& code, const std::string& path, const std::string& message) {
+  Finding f;
+  f.code = code;
+  f.file = path;
+  f.message = message;
+  throw Error(std::move(f));
+}
+
+// Reads the staged files back with the reader's checks; throws the findings.
+void CheckStaged(const std::vector<std::pair<std::string, std::string>>& staged_ptds, const std::string& staged_pte,
+                 const std::string& pte_path) {
+  std::vector<Finding> errors;
+  auto collect = [&](const Report& rep, const std::string& target) {
+    for (Finding f : rep.findings()) {
+      if (f.severity != Finding::Severity::kError) continue;
+      f.file = target;
+      errors.push_back(std::move(f));
+    }
+  };
+  std::vector<std::unique_ptr<PtdFile>> ptds;
+  std::vector<const PtdFile*> ptrs;
+  for (const auto& [name, target] : staged_ptds) {
+    ptds.push_back(PtdFile::Open(name));
+    ptrs.push_back(ptds.back().get());
+    collect(ptds.back()->report(), target);
+  }
+  auto pte = PteFile::Open(staged_pte);
+  pte->CheckExternalKeys(ptrs);
+  collect(pte->report(), pte_path);
+  if (errors.empty()) return;
+  Finding f = errors.front();
+  f.code = "output-invalid";
+  f.message = "refusing to write an invalid program (" + std::to_string(errors.size()) +
+              " problem(s); nothing was written): " + errors.front().message + " [" + errors.front().code + "]";
+  throw Error(std::move(f));
+}
+
+}  // namespace
+
 WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
                          const WriteOptions& o) {
+  WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
   PteLayout l = LayoutPte(pkg, cfg);
   std::string dir;
   auto slash = pte_path.find_last_of('/');
@@ -497,18 +557,56 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   r.flatbuffer_size = l.flatbuffer_size;
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
-  // Every file is written and committed (flushed, synced) under a staging
-  // name first; only when all of them are complete are they renamed into
-  // place. AtomicFile writes its buffer out in Commit, so committing the
-  // real targets one after the other could replace the .ptd files and then
-  // fail on the .pte (full disk), pairing new data with an old program.
-  // The targets are checked against the inputs first: the staging names
-  // never are inputs.
-  AtomicFile::Options ao{o.inputs, o.allow_overwrite_input};
+  // Refuse collisions and foreign files before anything is written.
   std::vector<std::string> targets;
   for (const auto& pd : ptds) targets.push_back(pd.first);
   targets.push_back(pte_path);
-  for (const auto& t : targets) AtomicFile probe(t, ao);
+  std::map<std::string, std::string> seen;  // canonical path -> what it is
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const bool is_pte = i + 1 == targets.size();
+    const std::string what = is_pte ? "the program" : "the data file of tag \"" + l.external[i].tag + "\"";
+    auto [it, fresh] = seen.emplace(PathKey(targets[i]), what);
+    if (!fresh) {
+      Refuse("output-collision", targets[i],
+             "output name collision: this path would be both " + it->second + " and " + what +
+                 "; choose another output name or tag");
+    }
+    CheckOutputPath(targets[i]);
+    if (!is_pte && ::access(targets[i].c_str(), F_OK) == 0 && !o.force) {
+      bool is_input = false;
+      for (const auto& in : o.inputs) is_input = is_input || SameFile(in, targets[i]);
+      if (!is_input) {
+        Refuse("output-exists", targets[i],
+               "a .ptd of this name already exists and was not an input (it may belong to another program); "
+               "pass --force to replace it, or write to another directory");
+      }
+    }
+  }
+  AtomicFile::Options ao{o.inputs, o.allow_overwrite_input, {}};
+  for (const auto& t : targets) {
+    if (o.dry_run) {
+      for (const auto& in : o.inputs) {
+        if (!o.allow_overwrite_input && SameFile(in, t)) {
+          Refuse("overwrite-input", t,
+                 "output is the same file as input " + in +
+                     "; refusing to overwrite it in place (use --in-place to allow)");
+        }
+      }
+    } else {
+      AtomicFile probe(t, ao);
+    }
+  }
+  if (o.dry_run) {
+    for (const auto& pd : ptds) r.ptds.push_back({pd.first, pd.second.total_size()});
+    r.pte = {pte_path, l.total_size()};
+    return r;
+  }
+  // Every file is written and committed (flushed, synced) under a staging
+  // name first; only when all of them are complete and read back valid are
+  // they renamed into place. AtomicFile writes its buffer out in Commit, so
+  // committing the real targets one after the other could replace the .ptd
+  // files and then fail on the .pte (full disk), pairing new data with an
+  // old program. The staging names never are inputs.
   struct Staged {
     std::vector<std::pair<std::string, std::string>> files;  // staging name, target
     ~Staged() {
@@ -517,7 +615,9 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   } staged;
   auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
     std::string name = target + ".tmp-staged-" + std::to_string(::getpid());
-    AtomicFile f(name);
+    AtomicFile::Options so;
+    so.replaces = target;  // keep the replaced file's mode and owner
+    AtomicFile f(name, so);
     write(f);
     uint64_t n = f.offset();
     f.Commit();
@@ -529,13 +629,14 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
     r.ptds.push_back({pd.first, stage(pd.first, [&](AtomicFile& f) { StreamPtd(pl, f, o.progress); })});
   }
   r.pte = {pte_path, stage(pte_path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); })};
-  while (!staged.files.empty()) {
-    const auto& [name, target] = staged.files.front();
-    if (::rename(name.c_str(), target.c_str()) != 0) {
-      throw Error("write-failed", "cannot rename " + name + " to " + target + ": " + std::strerror(errno));
-    }
-    staged.files.erase(staged.files.begin());
+  {
+    std::vector<std::pair<std::string, std::string>> staged_ptds(staged.files.begin(), staged.files.end() - 1);
+    CheckStaged(staged_ptds, staged.files.back().first, pte_path);
   }
+  // All or nothing: a failed rename restores the files renamed before it,
+  // so new data is never paired with an old program.
+  RenameAllOrNothing(staged.files);
+  staged.files.clear();
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <flatbuffers/idl.h>
 
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -37,6 +38,30 @@ std::unique_ptr<flatbuffers::Parser> ProgramParser() {
   throw Error(std::move(f));
 }
 
+// A byte count in a spec: a non-negative JSON integer, at most `max`.
+uint64_t SizeField(const nlohmann::json& j, const char* field, const std::string& base, const std::string& what,
+                   uint64_t max) {
+  const nlohmann::json& v = j[field];
+  std::string shown = v.dump();
+  if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+  if (v.is_number_float()) {
+    BadSpec(base,
+            what + ": \"" + field + "\" must be a whole number of bytes (expected an integer, found " + shown + ")");
+  }
+  if (v.is_number_integer() && !v.is_number_unsigned()) {
+    BadSpec(base, what + ": \"" + field + "\" must not be negative (expected an integer >= 0, found " + shown + ")");
+  }
+  if (!v.is_number_unsigned()) {
+    BadSpec(base, what + ": \"" + field + "\" must be an integer (found " + shown + ")");
+  }
+  uint64_t n = v.get<uint64_t>();
+  if (n > max) {
+    BadSpec(base, what + ": \"" + field + "\" is too large (expected at most " + std::to_string(max) + ", found " +
+                      shown + ")");
+  }
+  return n;
+}
+
 // Each data file is mapped once, however many blobs it holds.
 std::shared_ptr<MappedFile> MapOnce(const std::string& path) {
   thread_local std::map<std::string, std::weak_ptr<MappedFile>> cache;
@@ -51,8 +76,9 @@ Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& 
     std::string p = j["file"].get<std::string>();
     if (p.empty() || p[0] != '/') p = base + "/" + p;
     auto m = MapOnce(p);
-    uint64_t off = j.value("offset", uint64_t{0});
-    uint64_t size = j.contains("size") ? j["size"].get<uint64_t>() : (m->size() >= off ? m->size() - off : 0);
+    uint64_t off = j.contains("offset") ? SizeField(j, "offset", p, what, UINT64_MAX) : 0;
+    uint64_t size =
+        j.contains("size") ? SizeField(j, "size", p, what, UINT64_MAX) : (m->size() >= off ? m->size() - off : 0);
     if (off > m->size() || size > m->size() - off) {
       BadSpec(p, what + ": range " + std::to_string(off) + "+" + std::to_string(size) + " is outside the file (" +
                      std::to_string(m->size()) + " bytes)");
@@ -72,13 +98,87 @@ Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& 
     }
     return Bytes::Own(std::move(v));
   }
-  if (j.contains("zeros")) return Bytes::Own(std::vector<uint8_t>(j["zeros"].get<uint64_t>(), 0));
+  if (j.contains("zeros")) return Bytes::Zeros(SizeField(j, "zeros", base, what, Bytes::kMaxZeros));
   BadSpec(base, what + ": expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
+}
+
+// flatc prints infinite and NaN doubles as bare inf/nan, which is not JSON:
+// quote them ("inf", "-inf", "nan"); FlatBuffers' parser reads them back.
+std::string QuoteNonFinite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    if (c == '-' || c == '+' || c == 'i' || c == 'n') {
+      size_t j = i + ((c == '-' || c == '+') ? 1 : 0);
+      size_t k = j;
+      while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
+      const std::string word = text.substr(j, k - j);
+      if (word == "inf" || word == "nan" || word == "infinity") {
+        out += '"';
+        if (c == '-') out += '-';
+        out += word;
+        out += '"';
+        i = k - 1;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
 }
 
 }  // namespace
 
+void CheckJsonDepth(const std::string& text, const std::string& file, const std::string& code, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        Finding f;
+        f.code = code;
+        f.file = file;
+        f.offset = i;
+        f.message = "JSON nests too deeply";
+        f.expected = "at most " + std::to_string(max_depth) + " levels of arrays/objects";
+        f.found = "more";
+        throw Error(std::move(f));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 Package PackageFromSpecJson(const std::string& text, const std::string& base) {
+  CheckJsonDepth(text, base, "bad-spec");
   nlohmann::json spec;
   try {
     spec = nlohmann::json::parse(text);
@@ -164,15 +264,20 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
 }
 
 Package LoadSpec(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) BadSpec(path, "cannot open spec file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = ReadSmallFile(path);
   std::string base = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
   try {
-    return PackageFromSpecJson(ss.str(), base);
+    return PackageFromSpecJson(text, base);
   } catch (const nlohmann::json::exception& e) {
-    BadSpec(path, std::string("malformed spec: ") + e.what());
+    // nlohmann's texts start with "[json.exception.type_error.302] "; keep only what it says.
+    std::string what = e.what();
+    auto close = what.find("] ");
+    if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);
+    BadSpec(path, "malformed spec: " + what);
+  } catch (Error& e) {
+    Finding f = e.finding();
+    if (f.file.empty() || f.file == base) f.file = path;
+    throw Error(std::move(f));
   }
 }
 
@@ -183,7 +288,7 @@ std::string ProgramToJson(const PteFile& pte) {
   if (!flatbuffers::GenerateText(*parser, pte.file().data, &out)) {
     throw Error("internal-json", "cannot print program as JSON");
   }
-  return out;
+  return QuoteNonFinite(out);
 }
 
 }  // namespace ptepack

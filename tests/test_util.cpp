@@ -28,11 +28,31 @@ void WriteFile(const std::string& path, const std::vector<uint8_t>& data) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+namespace {
+
+// Every directory TempDir made, removed when the test process exits, so runs
+// leave nothing (not even the perf tests' sparse multi-GiB files) behind.
+struct TempDirs {
+  std::vector<std::filesystem::path> paths;
+  ~TempDirs() {
+    std::error_code ec;
+    for (const auto& p : paths) std::filesystem::remove_all(p, ec);
+  }
+};
+TempDirs& Created() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string TempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
   std::filesystem::path p = std::filesystem::path(base ? base : "/tmp") / ("ptepack_test_" + name);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  auto& dirs = Created().paths;
+  if (std::find(dirs.begin(), dirs.end(), p) == dirs.end()) dirs.push_back(p);
   return p.string();
 }
 
@@ -81,6 +101,8 @@ RunResult RunCli(const std::vector<std::string>& args) {
   std::stringstream ss;
   ss << ef.rdbuf();
   r.err = ss.str();
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(err_path).parent_path(), ec);
   return r;
 }
 

@@ -75,7 +75,8 @@ void RegisterInspect(CLI::App& app) {
     if (o->json) {
       std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-      std::cout << (l.pte ? RenderPteText(d) : RenderPtdText(d));
+      // Names come from the file: escape control characters (terminal escapes).
+      std::cout << EscapeControl(l.pte ? RenderPteText(d) : RenderPtdText(d), /*keep_newlines=*/true);
     }
     bool ok = l.pte ? l.pte->ok() : l.lone_ptd->ok();
     for (const auto& p : l.ptds) ok = ok && p->ok();
@@ -129,7 +130,7 @@ void RegisterVerify(CLI::App& app) {
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       for (const Report* r : reports) {
-        for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
+        for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
       }
       for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
       if (sums && ir.files.empty()) std::cerr << o->file << ": checksums skipped: the file is not valid\n";
@@ -140,7 +141,20 @@ void RegisterVerify(CLI::App& app) {
         std::cout << "manifest " << io->manifest << ": all checksums match\n";
       }
       if (ok) {
-        std::cout << o->file << ": OK\n";
+        // Without its .ptd, only the program was checked: say so (repack
+        // would refuse it, naming the missing data).
+        size_t external = 0;
+        if (l.pte && o->ptds.empty()) {
+          auto probe = PteFile::Open(o->file, ro);
+          probe->CheckExternalKeys({});
+          for (const auto& f : probe->report().findings()) external += f.code == "dangling-external-key";
+        }
+        std::cout << o->file << ": OK";
+        if (external > 0) {
+          std::cout << " (program only: " << external
+                    << " tensor(s) live in a .ptd data file that was not given; pass it with --ptd to check them)";
+        }
+        std::cout << "\n";
       } else {
         std::cerr << o->file << ": INVALID\n";
       }

@@ -14,7 +14,7 @@ namespace ptepack::cli {
 namespace {
 
 struct ChecksumOpts {
-  std::vector<std::string> files;
+  std::vector<std::string> files, ptds;
   bool json = false;
   IntegrityOptions io;
 };
@@ -63,11 +63,14 @@ void RegisterChecksum(CLI::App& app) {
                                "padding); write them to a JSON manifest or compare with one. Files are verified "
                                "first. Same as `verify --checksum`, for several files at once.");
   c->add_option("FILE", o->files, ".pte and .ptd files")->required()->check(CLI::ExistingFile);
+  c->add_option("--ptd", o->ptds, "More .ptd files (the same as giving them as FILE)")->check(CLI::ExistingFile);
   c->add_flag("--json", o->json, "Print JSON (the manifest's form)");
   c->add_option("--write-manifest", o->io.write_manifest, "Write the checksums to this JSON manifest");
   c->add_option("--manifest", o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment")
       ->check(CLI::ExistingFile);
   c->callback([o]() {
+    o->files.insert(o->files.end(), o->ptds.begin(), o->ptds.end());
+    o->ptds.clear();
     std::vector<std::unique_ptr<PteFile>> ptes;
     std::vector<std::unique_ptr<PtdFile>> ptds;
     std::vector<const Report*> reports;
@@ -123,7 +126,7 @@ void RegisterBundle(CLI::App& app) {
   auto* c = b->add_subcommand("create", "Write OUT.ptebundle from IN.pte and its .ptd files");
   c->add_option("OUT", co->out, "Bundle to write")->required();
   c->add_option("INPUTS", co->inputs, "The .pte first, then its .ptd files")->required()->check(CLI::ExistingFile);
-  c->add_option("--level", co->bo.level, "zstd compression level 1..19 (default 3)");
+  c->add_option("--level", co->bo.level, "zstd compression level 1..22 (default 3; 20..22 need much more memory)");
   c->add_option("--threads", co->bo.threads, "zstd worker threads (default 0: compress in one thread)");
   c->add_flag("--long", co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
   c->add_flag("-q,--quiet", co->quiet, "No progress output");

@@ -31,6 +31,23 @@ void RegisterBundle(CLI::App& app);
 // True if `path` starts like a .ptd (FlatTensor) file.
 bool IsPtdFile(const std::string& path);
 
+// `s` with control characters (and DEL) shown as \xNN, so that names read
+// from a file cannot drive the user's terminal.
+inline std::string EscapeControl(const std::string& s, bool keep_newlines = false) {
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c < 0x20 || c == 0x7f) && !(keep_newlines && (c == '\n' || c == '\t'))) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 // Prints progress for long writes on stderr when it is a terminal.
 std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet);
 

@@ -2,10 +2,14 @@
 // .pte/.ptd files without Python.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "serialize/error.h"
+#include "serialize/file_io.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -24,6 +28,42 @@ std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet) {
   };
 }
 
+namespace {
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t prev = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cur = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      prev = cur;
+    }
+  }
+  return row[b.size()];
+}
+
+bool WantsJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--json") return true;
+  }
+  return false;
+}
+
+// With --json, a script parsing stdout sees failures too.
+void PrintJsonError(int argc, char** argv, const std::string& code, const std::string& message,
+                    const std::string& file = "", std::optional<uint64_t> offset = std::nullopt) {
+  if (!WantsJson(argc, argv)) return;
+  nlohmann::json j = {{"error", {{"code", code}, {"message", message}, {"exit_code", kFailed}}}};
+  if (!file.empty()) j["error"]["file"] = file;
+  if (offset) j["error"]["offset"] = *offset;
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace
+
 }  // namespace ptepack::cli
 
 int main(int argc, char** argv) {
@@ -31,7 +71,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ptepack: write, read, check and repack ExecuTorch program files (.pte) and their "
       "external data files (.ptd) natively, without Python.\n"
-      "Exit status: 0 success, 1 input is invalid, 2 usage/I/O/config error."};
+      "Exit status: 0 success; 1 the input is invalid or differs from a manifest; 2 usage, I/O or configuration error, "
+      "or an output that would not be valid (nothing is written)."};
+  ptepack::InstallInterruptHandlers();
   app.require_subcommand(1);
   app.set_version_flag("--version", "ptepack 0.1.0");
   RegisterInspect(app);
@@ -42,17 +84,59 @@ int main(int argc, char** argv) {
   RegisterExtract(app);
   RegisterChecksum(app);
   RegisterBundle(app);
+  // `ptepack help [CMD]`, and a mistyped subcommand named with a suggestion.
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (word == "help") {
+      if (argc == 2) {
+        std::cout << app.help();
+        return kOk;
+      }
+      for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        if (sub->get_name() == argv[2]) {
+          std::cout << sub->help();
+          return kOk;
+        }
+      }
+      word = argv[2];
+    }
+    if (std::find(names.begin(), names.end(), word) == names.end()) {
+      std::string best;
+      size_t best_d = SIZE_MAX;
+      for (const auto& n : names) {
+        size_t d = EditDistance(word, n);
+        if (d < best_d) best_d = d, best = n;
+      }
+      std::string msg = "unknown subcommand \"" + EscapeControl(word) + "\"";
+      if (best_d <= 3) msg += "; did you mean \"" + best + "\"?";
+      msg += " (commands:";
+      for (const auto& n : names) msg += " " + n;
+      msg += "; `ptepack help CMD` for one)";
+      std::cerr << "ptepack: " << msg << " [usage]\n";
+      PrintJsonError(argc, argv, "usage", msg);
+      return kFailed;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
+    if (rc != 0) PrintJsonError(argc, argv, "usage", e.what());
     return rc == 0 ? 0 : kFailed;
   } catch (const ptepack::Error& e) {
     std::cerr << "ptepack: " << e.what() << "\n";
+    const auto& f = e.finding();
+    PrintJsonError(argc, argv, f.code, f.message, f.file, f.offset);
+    ptepack::ReraiseInterrupt();
     return kFailed;
   } catch (const std::exception& e) {
     std::cerr << "ptepack: " << e.what() << "\n";
+    PrintJsonError(argc, argv, "failed", e.what());
     return kFailed;
   }
+  // A signal that arrived after the outputs were complete and in place.
+  ptepack::ReraiseInterrupt();
   return g_exit;
 }
