@@ -30,7 +30,10 @@ struct ReadOptions {
   uint64_t tensor_alignment = 0;
   // Limits handed to the FlatBuffers verifier.
   uint32_t max_depth = 64;
-  uint32_t max_tables = 10'000'000;
+  // .ptd files in the FlatTensor layout of before June 2025: a warning when
+  // true, an error when false (current runtimes cannot load them).
+  bool allow_legacy_ptd = true;
+  uint32_t max_tables = 1'000'000;  // the runtime's verifier default
 };
 
 struct SegmentSpan {
@@ -82,8 +85,18 @@ class PteFile {
   const executorch_flatbuffer::Program* program_ = nullptr;
 };
 
-// Bytes of a tensor with this type and shape, or nullopt on overflow/unknown.
+// Bytes of a tensor with this type and shape, or nullopt on overflow/unknown,
+// computed as ExecuTorch's runtime does (signed element count).
 std::optional<uint64_t> TensorNbytes(const executorch_flatbuffer::Tensor& t);
+std::optional<uint64_t> RuntimeNbytes(const int32_t* sizes, size_t rank, int scalar_type);
+
+// Element size of a ScalarType the runtime accepts (0: the runtime rejects it).
+size_t RuntimeElementSize(int scalar_type);
+
+// Limits ExecuTorch's runtime applies when it loads a program.
+inline constexpr size_t kRuntimeMaxRank = 16;            // kTensorDimensionLimit
+inline constexpr size_t kRuntimeOperatorNameLimit = 100;  // "name.overload" + NUL must fit
+inline constexpr uint64_t kRuntimeHeadBytes = 64;         // read before anything else
 
 // True if s is valid UTF-8.
 bool IsValidUtf8(const char* s, size_t n);
