@@ -1,6 +1,7 @@
 #include "serialize/pte_reader.h"
 
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "serialize/ptd_reader.h"
@@ -964,32 +965,137 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
   }
 }
 
+namespace {
+
+std::string DimsText(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+template <typename T>
+std::vector<int64_t> ToDims(const T* v) {
+  std::vector<int64_t> out;
+  if (v) out.assign(v->begin(), v->end());
+  return out;
+}
+
+template <typename T>
+std::vector<int64_t> ToDims(const std::vector<T>& v) {
+  return std::vector<int64_t>(v.begin(), v.end());
+}
+
+struct KeyHolder {
+  const PtdFile* ptd = nullptr;
+  const PtdEntry* entry = nullptr;
+};
+
+// The layout the runtime compares (validateTensorLayout): dtype, rank, sizes,
+// dim order; and the bytes the .ptd holds for it.
+void CompareExternalTensor(const Where& w, const efb::Tensor& t, const std::string& key, const KeyHolder& h) {
+  const PtdEntry& e = *h.entry;
+  const std::string where = "external tensor \"" + key + "\" and its entry in " + h.ptd->name();
+  if (!e.has_layout) {
+    w.r.Error("external-layout-missing", where + ": the entry has no tensor_layout (the runtime needs one)",
+              w.at(t.extra_tensor_info()), "a tensor_layout", "none");
+    return;
+  }
+  const int st = static_cast<int>(t.scalar_type());
+  if (st != e.scalar_type) {
+    w.r.Error("external-layout-mismatch", where + " differ in dtype", w.at(&t),
+              std::string(ScalarTypeName(e.scalar_type)) + " (.ptd)", std::string(ScalarTypeName(st)) + " (.pte)");
+  }
+  if (ToDims(t.sizes()) != ToDims(e.sizes)) {
+    w.r.Error("external-layout-mismatch", where + " differ in shape", w.at(&t), DimsText(ToDims(e.sizes)) + " (.ptd)",
+              DimsText(ToDims(t.sizes())) + " (.pte)");
+  }
+  if (ToDims(t.dim_order()) != ToDims(e.dim_order)) {
+    w.r.Error("external-layout-mismatch", where + " differ in dim order", w.at(&t),
+              DimsText(ToDims(e.dim_order)) + " (.ptd)", DimsText(ToDims(t.dim_order())) + " (.pte)");
+  }
+  auto nbytes = TensorNbytes(t);
+  if (nbytes && e.valid && e.size != *nbytes) {
+    w.r.Error("external-size-mismatch", where + " differ in byte size", w.at(&t),
+              std::to_string(*nbytes) + " bytes (.pte tensor)", std::to_string(e.size) + " bytes (.ptd entry)");
+  }
+}
+
+}  // namespace
+
 void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
   if (!program_ || !program_->execution_plan()) return;
-  std::unordered_set<std::string> keys;
+  const Where w{report_, file_};
+  // The runtime resolves external tensors in the data map given to
+  // load_method (the .ptd files, merged), never in this file's named_data.
+  std::unordered_map<std::string, KeyHolder> keys;
   for (const PtdFile* ptd : ptds) {
     if (!ptd) continue;
-    for (const auto& e : ptd->entries()) keys.insert(e.key);
+    for (const auto& e : ptd->entries()) {
+      auto [it, inserted] = keys.emplace(e.key, KeyHolder{ptd, &e});
+      if (!inserted && it->second.ptd != ptd) {
+        // MergedDataMap::load refuses a key held by two data maps.
+        report_.Error("duplicate-key",
+                      "key \"" + e.key + "\" is in two .ptd files: " + it->second.ptd->name() + " (entry at offset " +
+                          std::to_string(it->second.entry->table_offset) + ") and " + ptd->name() +
+                          " (entry at offset " + std::to_string(e.table_offset) + ")",
+                      std::nullopt, "each key in one .ptd file", "2 files");
+      }
+    }
   }
-  if (program_->named_data()) {
+  if (!ptds.empty() && program_->named_data()) {
+    // Method::init merges the .ptd data with this file's named_data.
+    size_t total = keys.size();
     for (const auto* nd : *program_->named_data()) {
-      if (nd->key()) keys.insert(nd->key()->str());
+      if (!nd->key()) continue;
+      ++total;
+      auto it = keys.find(nd->key()->str());
+      if (it != keys.end()) {
+        report_.Error("duplicate-key",
+                      "named data key \"" + it->first + "\" is also in " + it->second.ptd->name() +
+                          " (the runtime refuses to merge them)",
+                      w.at(nd), "keys unique across the .pte and its .ptd files", "duplicate");
+      }
+    }
+    if (total == 0) {
+      report_.Error("empty-data-maps",
+                    "the program has an empty named_data list and the .ptd files hold no keys (the runtime "
+                    "refuses to merge empty data maps)",
+                    w.at(program_->named_data()), "at least one key", "0 keys");
     }
   }
   for (const auto* plan : *program_->execution_plan()) {
     if (!plan->values()) continue;
     for (const auto* ev : *plan->values()) {
       if (ev->val_type() != efb::KernelTypes::Tensor || ev->val() == nullptr) continue;
-      const auto* eti = ev->val_as_Tensor()->extra_tensor_info();
+      const auto* t = ev->val_as_Tensor();
+      const auto* eti = t->extra_tensor_info();
       if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
       const std::string key = eti->fully_qualified_name()->str();
-      if (!keys.count(key)) {
+      auto it = keys.find(key);
+      if (it == keys.end()) {
         report_.Error("dangling-external-key", "external tensor \"" + key + "\" is not in any given .ptd file",
-                      static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(eti) - file_.data),
-                      "a key in the .ptd named_data", "missing");
+                      w.at(eti), "a key in the .ptd named_data", "missing");
+        continue;
       }
+      CompareExternalTensor(w, *t, key, it->second);
     }
   }
+}
+
+std::vector<std::string> PteFile::ExternalKeys() const {
+  std::vector<std::string> out;
+  if (!program_ || !program_->execution_plan()) return out;
+  std::set<std::string> seen;
+  for (const auto* plan : *program_->execution_plan()) {
+    if (!plan->values()) continue;
+    for (const auto* ev : *plan->values()) {
+      if (ev->val_type() != efb::KernelTypes::Tensor || ev->val() == nullptr) continue;
+      const auto* eti = ev->val_as_Tensor()->extra_tensor_info();
+      if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
+      if (seen.insert(eti->fully_qualified_name()->str()).second) out.push_back(eti->fully_qualified_name()->str());
+    }
+  }
+  return out;
 }
 
 }  // namespace ptepack

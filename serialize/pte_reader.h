@@ -66,9 +66,14 @@ class PteFile {
   // Data of segment i; throws if it does not lie within the file.
   Bytes SegmentData(size_t i) const;
 
-  // Checks that every external tensor key is found in one of `ptds` (or in
-  // this file's named data) and adds findings to report().
+  // Checks this program against the .ptd files it will be loaded with, as
+  // ExecuTorch's runtime does: every external tensor key is in one of `ptds`
+  // (this file's named_data does not count), with the same dtype, shape,
+  // dim order and byte size; no key is in two of them or also in this file's
+  // named_data. Adds findings to report().
   void CheckExternalKeys(const std::vector<const PtdFile*>& ptds);
+  // Keys of the external tensors, in program order, without repeats.
+  std::vector<std::string> ExternalKeys() const;
 
  private:
   PteFile() = default;
