@@ -46,26 +46,6 @@ void AddEntry(ExternalFile& f, NamedBlob b) {
   f.entries.push_back(std::move(b));
 }
 
-bool SameLayoutField(const fb::Value& a, const fb::Value& b) {
-  if (a.present() != b.present()) return false;
-  if (a.kind == fb::Value::Kind::kScalarVector) return a.scalars.Equals(b.scalars);
-  return a.bits == b.bits;
-}
-
-// True if `key` is not in `f` yet, or is there with an equal tensor layout.
-bool KeyFreeOrSameLayout(const ExternalFile& f, const std::string& key, const fb::Table& layout) {
-  const auto& FS = fb::FlatTensorSchema();
-  for (const auto& e : f.entries) {
-    if (e.key != key) continue;
-    if (!e.tensor_layout) return false;
-    for (const char* field : {"scalar_type", "sizes", "dim_order"}) {
-      if (!SameLayoutField(fb::Field(FS, *e.tensor_layout, field), fb::Field(FS, layout, field))) return false;
-    }
-    return true;
-  }
-  return true;
-}
-
 bool AllDefault(const fb::Table& t) {
   for (const auto& v : t.fields) {
     if (v.kind != fb::Value::Kind::kAbsent && !(v.kind == fb::Value::Kind::kScalar && v.bits == 0)) return false;
@@ -157,17 +137,7 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
     }
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
     std::string key = !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
-    auto layout = LayoutFor(t);
-    if (info.name.empty()) {
-      // Tensors of other shapes can share one stored buffer; the runtime
-      // checks each external tensor's layout against its entry's, so each
-      // layout of a shared buffer gets its own key: constant_<index>.<n>.
-      const std::string base = key;
-      for (int n = 1; !KeyFreeOrSameLayout(FileFor(pkg, *tag), key, *layout); ++n) {
-        key = base + "." + std::to_string(n);
-      }
-    }
-    NamedBlob b{key, data, cfg.tensor_alignment(), layout};
+    NamedBlob b{key, data, cfg.tensor_alignment(), LayoutFor(t)};
     AddEntry(FileFor(pkg, *tag), std::move(b));
     if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));
     F(*eti.table, "fully_qualified_name") = fb::StringValue(key);
