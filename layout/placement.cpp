@@ -46,6 +46,52 @@ void AddEntry(ExternalFile& f, NamedBlob b) {
   f.entries.push_back(std::move(b));
 }
 
+bool SameField(const fb::Value& a, const fb::Value& b) {
+  if (a.present() != b.present()) return false;
+  return !a.present() || (a.bits == b.bits && a.scalars.Equals(b.scalars));
+}
+
+// Same scalar type, sizes and dim order: ExecuTorch's runtime checks each external tensor
+// against the TensorLayout stored under its key (validateTensorLayout).
+bool SameLayout(const fb::Table& a, const fb::Table& b) {
+  const auto& FS = fb::FlatTensorSchema();
+  for (const char* f : {"scalar_type", "sizes", "dim_order"}) {
+    if (!SameField(fb::Field(FS, a, f), fb::Field(FS, b, f))) return false;
+  }
+  return true;
+}
+
+// The key of an external tensor. A named tensor keeps its name; it is an error for one name to
+// stand for two layouts or to go to two files (the runtime would check one tensor against the
+// other's layout, or refuse the duplicate key when merging the .ptd files). An unnamed tensor
+// gets `base` (constant_<buffer> / mutable_<buffer>) unless tensors of another layout, or in
+// another file, already use it; then `base_1`, `base_2`, ...
+std::string ExternalKey(const Package& pkg, const std::string& tag, const std::string& base, bool named,
+                        const fb::Table& layout) {
+  for (int n = 0;; ++n) {
+    const std::string key = n == 0 ? base : base + "_" + std::to_string(n);
+    const ExternalFile* file = nullptr;
+    const NamedBlob* found = nullptr;
+    for (const auto& f : pkg.external) {
+      for (const auto& e : f.entries) {
+        if (e.key == key) {
+          file = &f;
+          found = &e;
+        }
+      }
+    }
+    if (found == nullptr) return key;
+    const bool same_file = file->tag == tag;
+    const bool same_layout = found->tensor_layout && SameLayout(*found->tensor_layout, layout);
+    if (same_file && same_layout) return key;
+    if (named) {
+      throw Error("duplicate-key", "external key \"" + key + "\" names two tensors" +
+                                       (same_file ? " of different shapes or types in " + tag + ".ptd"
+                                                  : " placed in " + file->tag + ".ptd and " + tag + ".ptd"));
+    }
+  }
+}
+
 bool AllDefault(const fb::Table& t) {
   for (const auto& v : t.fields) {
     if (v.kind != fb::Value::Kind::kAbsent && !(v.kind == fb::Value::Kind::kScalar && v.bits == 0)) return false;
@@ -136,8 +182,11 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
       moved_const[static_cast<uint32_t>(idx)] = true;
     }
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
-    std::string key = !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx);
-    NamedBlob b{key, data, cfg.tensor_alignment(), LayoutFor(t)};
+    auto layout = LayoutFor(t);
+    const std::string key = ExternalKey(
+        pkg, *tag, !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx),
+        !info.name.empty(), *layout);
+    NamedBlob b{key, data, cfg.tensor_alignment(), layout};
     AddEntry(FileFor(pkg, *tag), std::move(b));
     if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));
     F(*eti.table, "fully_qualified_name") = fb::StringValue(key);
