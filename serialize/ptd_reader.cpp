@@ -15,8 +15,9 @@ namespace {
 // that is not a permutation can never match a tensor the runtime loads.
 void CheckTensorLayout(Report& r, const std::string& name, const ftb::TensorLayout& tl, uint64_t at) {
   if (tl.sizes() == nullptr || tl.dim_order() == nullptr) {
-    r.Error("missing-field", name + " tensor_layout has no " + (tl.sizes() ? "dim_order" : "sizes") +
-                                 " (ExecuTorch's FlatTensorDataMap crashes on it)",
+    r.Error("missing-field",
+            name + " tensor_layout has no " + (tl.sizes() ? "dim_order" : "sizes") +
+                " (ExecuTorch's FlatTensorDataMap crashes on it)",
             at, "sizes and dim_order vectors", "absent");
     return;
   }

@@ -302,8 +302,8 @@ void CheckPlanFields(const Where& w, const efb::ExecutionPlan& plan, const std::
 // table is "Null value at index" to the runtime (Null is tag 1).
 bool CheckValueSlot(const Where& w, const efb::EValue& ev, const std::string& vn) {
   if (ev.val_type() == efb::KernelTypes::NONE) {
-    w.r.Error("null-value", vn + " has no value (union type NONE)", w.at(&ev), "a KernelTypes tag 1.." +
-              std::to_string(static_cast<int>(efb::KernelTypes::MAX)), "0");
+    w.r.Error("null-value", vn + " has no value (union type NONE)", w.at(&ev),
+              "a KernelTypes tag 1.." + std::to_string(static_cast<int>(efb::KernelTypes::MAX)), "0");
     return false;
   }
   return true;
@@ -474,8 +474,8 @@ void CheckDelegateFields(const Where& w, const efb::Program& p, const efb::Backe
     }
   } else if (pr->location() == efb::DataLocation::SEGMENT && segment_base_offset == 0) {
     // Program::LoadSegment refuses any segment when there is no segment base.
-    w.r.Error("segments-without-header", dn + " data is in a segment but the file has no segment base offset",
-              w.at(pr), "an eh00 header with segment_base_offset > 0", "0");
+    w.r.Error("segments-without-header", dn + " data is in a segment but the file has no segment base offset", w.at(pr),
+              "an eh00 header with segment_base_offset > 0", "0");
   }
 }
 
@@ -494,8 +494,7 @@ void CheckInstructionFields(const Where& w, const efb::ExecutionPlan& plan, cons
           size_t len = op->name()->size() + (op->overload() && op->overload()->size() ? op->overload()->size() + 1 : 0);
           if (len >= kRuntimeOperatorNameLimit) {
             w.r.Error("operator-name-too-long", in + " calls an operator whose name.overload the runtime cannot hold",
-                      w.at(op), "< " + std::to_string(kRuntimeOperatorNameLimit) + " characters",
-                      std::to_string(len));
+                      w.at(op), "< " + std::to_string(kRuntimeOperatorNameLimit) + " characters", std::to_string(len));
           }
         }
       }
@@ -831,8 +830,10 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                                 std::to_string(o) + " + " + std::to_string(*nbytes));
                 }
                 if (segment_base_offset_ == 0) {
-                  report_.Error("segments-without-header", tn + " initial state is in a segment but the file has no "
-                                "segment base offset", at(t), "an eh00 header with segment_base_offset > 0", "0");
+                  report_.Error("segments-without-header",
+                                tn + " initial state is in a segment but the file has no "
+                                     "segment base offset",
+                                at(t), "an eh00 header with segment_base_offset > 0", "0");
                 }
               }
               break;

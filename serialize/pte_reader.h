@@ -99,7 +99,7 @@ std::optional<uint64_t> RuntimeNbytes(const int32_t* sizes, size_t rank, int sca
 size_t RuntimeElementSize(int scalar_type);
 
 // Limits ExecuTorch's runtime applies when it loads a program.
-inline constexpr size_t kRuntimeMaxRank = 16;            // kTensorDimensionLimit
+inline constexpr size_t kRuntimeMaxRank = 16;             // kTensorDimensionLimit
 inline constexpr size_t kRuntimeOperatorNameLimit = 100;  // "name.overload" + NUL must fit
 inline constexpr uint64_t kRuntimeHeadBytes = 64;         // read before anything else
 
