@@ -1,5 +1,6 @@
 #include "serialize/pte_reader.h"
 
+#include <cstring>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -526,6 +527,14 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
     }
     if (!IsValidUtf8(s->c_str(), s->size())) {
       report_.Error("non-utf8", what + " is not valid UTF-8", at(s), "UTF-8 text", "invalid bytes");
+    }
+    // Names reach the runtime as C strings (c_str()): an embedded NUL makes it
+    // look up another operator, method, backend or key than the file names.
+    if (what.find(".string_val") == std::string::npos && std::memchr(s->c_str(), 0, s->size()) != nullptr) {
+      report_.Error("nul-in-name", what + " contains a NUL byte (the runtime reads it as a shorter name)", at(s),
+                    "no NUL before the end", "NUL at " + std::to_string(static_cast<const char*>(std::memchr(
+                                                                            s->c_str(), 0, s->size())) -
+                                                                        s->c_str()));
     }
   };
 
