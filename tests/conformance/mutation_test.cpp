@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -47,25 +47,32 @@ struct Seed {
 
 const std::vector<Seed>& Seeds() {
   static const std::vector<Seed> s = {
-      {"add.pte", ""},         {"arduino_add.pte", ""},     {"conv2d_quantized.pte", ""},
-      {"keyword_spotting.pte", ""}, {"linear.pte", "linear.ptd"}, {"maxpool2d.pte", ""},
-      {"module_linear_no_constant_segment.pte", ""}, {"softmax.pte", ""},
-      {"stories260k_qnn.pte", ""}, {"xor.pte", "xor.ptd"},
+      {"add.pte", ""},
+      {"arduino_add.pte", ""},
+      {"conv2d_quantized.pte", ""},
+      {"keyword_spotting.pte", ""},
+      {"linear.pte", "linear.ptd"},
+      {"maxpool2d.pte", ""},
+      {"module_linear_no_constant_segment.pte", ""},
+      {"softmax.pte", ""},
+      {"stories260k_qnn.pte", ""},
+      {"xor.pte", "xor.ptd"},
   };
   return s;
 }
 
 // 32-bit values that break offsets, sizes, counts, enums and signs.
-const uint64_t kInteresting[] = {0,          1,          2,          3,          4,          7,          8,
-                                 15,         16,         17,         31,         32,         63,         64,
-                                 100,        127,        128,        255,        256,        4095,       4096,
-                                 0x7fff,     0x8000,     0xffff,     0x10000,    0x7fffffff, 0x80000000, 0xfffffffe,
-                                 0xffffffff, 0xfffffff0, 0xffffff00, 0x100000000ull};
+const uint64_t kInteresting[] = {
+    0,       1,          2,          3,          4,          7,          8,          15,
+    16,      17,         31,         32,         63,         64,         100,        127,
+    128,     255,        256,        4095,       4096,       0x7fff,     0x8000,     0xffff,
+    0x10000, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff, 0xfffffff0, 0xffffff00, 0x100000000ull};
 
 struct Mutant {
   Buf pte;
   Buf ptd;  // empty: no .ptd
   bool has_ptd = false;
+  bool ptd_mutated = false;
 };
 
 Mutant Make(std::mt19937_64& rng, const std::vector<Buf>& ptes, const std::vector<Buf>& ptds) {
@@ -75,7 +82,8 @@ Mutant Make(std::mt19937_64& rng, const std::vector<Buf>& ptes, const std::vecto
   m.has_ptd = !Seeds()[si].ptd.empty();
   if (m.has_ptd) m.ptd = ptds[si];
   // One in five mutants changes the .ptd (when there is one), the rest the .pte.
-  Buf& b = (m.has_ptd && rng() % 5 == 0) ? m.ptd : m.pte;
+  m.ptd_mutated = m.has_ptd && rng() % 5 == 0;
+  Buf& b = m.ptd_mutated ? m.ptd : m.pte;
   // Most bytes that matter are in the flatbuffer, near the start.
   auto pick = [&](size_t width) -> size_t {
     size_t span = std::min<size_t>(b.size(), rng() % 4 == 0 ? b.size() : 4096);
@@ -186,6 +194,8 @@ TEST(Mutation, VerifyAcceptsImpliesRuntimeLoads) {
   // The harness allocates every planned buffer; a mutant asking for more than this machine
   // gives (std::bad_alloc in the harness) is not a runtime verdict: counted, not judged.
   constexpr uint64_t kMaxPlanned = 1ull << 30;
+  size_t crashes_on_ptd = 0, crashes_on_pte = 0;
+  std::map<int, size_t> crash_signals;  // exit status (128 + signal) -> count
   std::vector<std::string> missed_examples;
   for (size_t i = 0; i < n; ++i) {
     Mutant m = Make(rng, ptes, ptds);
@@ -199,7 +209,11 @@ TEST(Mutation, VerifyAcceptsImpliesRuntimeLoads) {
     if (m.has_ptd) testing::WriteFile(ptd_path, m.ptd);
     const int rt = RuntimeVerdict(pte_path, m.has_ptd ? ptd_path : "");
     const bool theirs = rt == 0;
-    if (rt != 0 && rt != 1) ++runtime_crashes;
+    if (rt != 0 && rt != 1) {
+      ++runtime_crashes;
+      (m.ptd_mutated ? crashes_on_ptd : crashes_on_pte) += 1;
+      crash_signals[rt] += 1;
+    }
     if (ours && theirs) ++both_ok;
     if (!ours && !theirs) ++both_reject;
     if (!ours && theirs) ++stricter;
@@ -218,6 +232,10 @@ TEST(Mutation, VerifyAcceptsImpliesRuntimeLoads) {
       "ptepack accepts, runtime refuses or crashes: %zu; runtime crashes (any verdict): %zu; "
       "not judged (a planned buffer > 1 GiB): %zu\n",
       n, both_ok, both_reject, stricter, missed, runtime_crashes, too_big);
+  std::string sig;
+  for (const auto& [st, c] : crash_signals) sig += " status " + std::to_string(st) + ": " + std::to_string(c) + ";";
+  std::printf("runtime crashes on a mutated .ptd: %zu, on a mutated .pte: %zu;%s\n", crashes_on_ptd, crashes_on_pte,
+              sig.c_str());
   std::string ex;
   for (const auto& e : missed_examples) ex += "\n  " + e;
   EXPECT_EQ(missed, 0u) << "mutants verify accepts but the runtime refuses (kept for replay):" << ex;
