@@ -531,10 +531,10 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
     // Names reach the runtime as C strings (c_str()): an embedded NUL makes it
     // look up another operator, method, backend or key than the file names.
     if (what.find(".string_val") == std::string::npos && std::memchr(s->c_str(), 0, s->size()) != nullptr) {
-      report_.Error("nul-in-name", what + " contains a NUL byte (the runtime reads it as a shorter name)", at(s),
-                    "no NUL before the end", "NUL at " + std::to_string(static_cast<const char*>(std::memchr(
-                                                                            s->c_str(), 0, s->size())) -
-                                                                        s->c_str()));
+      report_.Error(
+          "nul-in-name", what + " contains a NUL byte (the runtime reads it as a shorter name)", at(s),
+          "no NUL before the end",
+          "NUL at " + std::to_string(static_cast<const char*>(std::memchr(s->c_str(), 0, s->size())) - s->c_str()));
     }
   };
 

@@ -716,7 +716,8 @@ TEST(HostileFlatbuffer, ProgramWithoutPlansIsRejectedButRewritten) {
   EXPECT_TRUE(FirstError(f->report(), "missing-field", Off(*f, f->program())));
   EXPECT_EQ(fuzz::CheckPteBytes(b.data(), b.size()), "");
   // An empty list is loadable (a program with no methods): only a warning.
-  Buf c = EditPte(Fixture("add.pte"), [](fb::Table& p) { F(p, "execution_plan") = fb::OffsetVector({}, reflection::Obj); });
+  Buf c =
+      EditPte(Fixture("add.pte"), [](fb::Table& p) { F(p, "execution_plan") = fb::OffsetVector({}, reflection::Obj); });
   auto g = ReadPte(c);
   EXPECT_TRUE(g->ok()) << AllFindings(g->report());
   EXPECT_TRUE(g->report().Has("no-methods"));
