@@ -84,7 +84,7 @@ class ProgramBuilder {
     uint32_t Bool(bool v);
     uint32_t Double(double v);
     uint32_t String(const std::string& v);
-    uint32_t IntList(const std::vector<int64_t>& v);
+    uint32_t IntList(const std::vector<int64_t>& values);  // indices of Int values, as ExecuTorch boxes them
     uint32_t DoubleList(const std::vector<double>& v);
     uint32_t BoolList(const std::vector<bool>& v);
     uint32_t TensorList(const std::vector<int32_t>& values);

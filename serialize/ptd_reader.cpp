@@ -7,6 +7,41 @@ namespace ptepack {
 
 namespace ftb = flat_tensor_flatbuffer;
 
+namespace {
+
+// A tensor layout FlatTensorDataMap can use: it reads sizes and dim_order
+// without null checks, reads dim_order for as many entries as sizes has, and
+// TensorLayout::create refuses dim_order values outside the rank. A dim_order
+// that is not a permutation can never match a tensor the runtime loads.
+void CheckTensorLayout(Report& r, const std::string& name, const ftb::TensorLayout& tl, uint64_t at) {
+  if (tl.sizes() == nullptr || tl.dim_order() == nullptr) {
+    r.Error("missing-field",
+            name + " tensor_layout has no " + (tl.sizes() ? "dim_order" : "sizes") +
+                " (ExecuTorch's FlatTensorDataMap crashes on it)",
+            at, "sizes and dim_order vectors", "absent");
+    return;
+  }
+  const size_t rank = tl.sizes()->size();
+  if (tl.dim_order()->size() != rank) {
+    r.Error("dim-order-mismatch", name + " tensor_layout dim_order length differs from its rank", at,
+            std::to_string(rank) + " entries", std::to_string(tl.dim_order()->size()));
+    return;
+  }
+  uint64_t seen = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    uint8_t d = tl.dim_order()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (d >= rank || d >= 64 || (seen & (1ull << d)) != 0) {
+      r.Error("bad-dim-order", name + " tensor_layout dim_order is not a permutation of its dimensions", at,
+              "a permutation of 0.." + std::to_string(rank - 1),
+              "dim_order[" + std::to_string(i) + "] = " + std::to_string(d));
+      return;
+    }
+    seen |= 1ull << d;
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<PtdFile> PtdFile::Open(const std::string& path, const ReadOptions& opts) {
   auto m = MappedFile::Open(path);
   return FromBytes(m->All(), path, opts);
@@ -69,6 +104,11 @@ void PtdFile::Parse(const ReadOptions& opts) {
   h.flatbuffer_size = LoadU64(d + 24);
   h.segment_base_offset = LoadU64(d + 32);
   h.segment_data_size = LoadU64(d + 40);
+  if (size < kRuntimeHeadBytes) {
+    // FlatTensorDataMap::load first reads 64 bytes and fails on a shorter file.
+    report_.Error("truncated", "file is shorter than the 64 bytes ExecuTorch reads before the header", size,
+                  ">= " + std::to_string(kRuntimeHeadBytes) + " bytes", std::to_string(size) + " bytes");
+  }
   if (h.length < kFlatTensorHeaderLength || 8 + static_cast<uint64_t>(h.length) > size) {
     report_.Error("header-length", "FlatTensor header length is wrong", 12,
                   ">= " + std::to_string(kFlatTensorHeaderLength) + " and within the file", std::to_string(h.length));
@@ -133,13 +173,25 @@ void PtdFile::Parse(const ReadOptions& opts) {
     }
     legacy_ = flat_tensor_legacy_flatbuffer::GetFlatTensor(d);
   }
+  const uint64_t root_at = static_cast<uint64_t>(LoadU32(d));
   if (ft_ && !ft_->named_data()) {
-    report_.Error("missing-field", "FlatTensor has no named_data (ExecuTorch rejects this)");
+    report_.Error("missing-field", "FlatTensor has no named_data (ExecuTorch rejects this)", root_at,
+                  "a named_data vector", "absent");
+  }
+  if (ft_ && !ft_->segments()) {
+    report_.Error("missing-field", "FlatTensor has no segments list (ExecuTorch rejects this)", root_at,
+                  "a segments vector", "absent");
   }
   if (legacy_) {
-    report_.Warn("legacy-format",
-                 "FlatTensor layout from before June 2025 (tensors list); current ExecuTorch runtimes "
-                 "cannot load it; `ptepack repack` can rewrite it in the current layout");
+    const std::string msg =
+        "FlatTensor layout from before June 2025 (tensors list); current ExecuTorch runtimes cannot load it; "
+        "`ptepack repack --upgrade-ptd` rewrites it in the current layout";
+    if (opts.allow_legacy_ptd) {
+      report_.Warn("legacy-format", msg, root_at, "the current FlatTensor layout", "the legacy layout");
+    } else {
+      report_.Error("legacy-format", msg + " (or accept it for older runtimes with --allow-legacy-ptd)", root_at,
+                    "the current FlatTensor layout", "the legacy layout");
+    }
     // The legacy writer padded the header to tensor_alignment, so a real
     // file's flatbuffer starts at or after it; a huge value would make a
     // rewrite pad by gigabytes.
@@ -214,6 +266,8 @@ void PtdFile::Parse(const ReadOptions& opts) {
       pe.segment_index = e->segment_index();
       if constexpr (std::is_same_v<std::decay_t<decltype(*e)>, ftb::NamedData>) {
         if (const auto* tl = e->tensor_layout()) {
+          CheckTensorLayout(report_, "named_data[" + std::to_string(i) + "] \"" + pe.key + "\"", *tl,
+                            static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(tl) - d));
           layout_of(pe, static_cast<int>(tl->scalar_type()), tl->sizes(), tl->dim_order());
         }
       }
@@ -263,7 +317,7 @@ void PtdFile::Parse(const ReadOptions& opts) {
     uint64_t seg_size = segments_[e.segment_index].size;
     uint64_t need = 0;
     if (e.has_layout) {
-      size_t es = ScalarTypeSize(e.scalar_type);
+      size_t es = RuntimeElementSize(e.scalar_type);
       if (es == 0) {
         report_.Error("bad-enum", name + " has an unknown scalar type", e.table_offset, "a known ScalarType",
                       std::to_string(e.scalar_type));

@@ -1,6 +1,8 @@
 #include "serialize/pte_reader.h"
 
+#include <cstring>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "serialize/ptd_reader.h"
@@ -47,18 +49,45 @@ bool IsValidUtf8(const char* s, size_t n) {
   return true;
 }
 
-std::optional<uint64_t> TensorNbytes(const efb::Tensor& t) {
-  size_t es = ScalarTypeSize(static_cast<int>(t.scalar_type()));
-  if (es == 0) return std::nullopt;
-  uint64_t n = es;
-  if (t.sizes() != nullptr) {
-    for (int32_t d : *t.sizes()) {
-      if (d < 0) return std::nullopt;
-      if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d)) return std::nullopt;
-      n *= static_cast<uint64_t>(d);
-    }
+size_t RuntimeElementSize(int scalar_type) {
+  // ExecuTorch's runtime accepts every ScalarType below Undefined (30),
+  // including the complex and bits types program.fbs does not name.
+  switch (scalar_type) {
+    case 8:  // ComplexHalf
+      return 4;
+    case 9:  // ComplexFloat
+      return 8;
+    case 10:  // ComplexDouble
+      return 16;
+    case 18:  // Bits1x8
+    case 19:  // Bits2x4
+    case 20:  // Bits4x2
+    case 21:  // Bits8
+      return 1;
+    default:
+      return ScalarTypeSize(scalar_type);
   }
+}
+
+std::optional<uint64_t> RuntimeNbytes(const int32_t* sizes, size_t rank, int scalar_type) {
+  size_t es = RuntimeElementSize(scalar_type);
+  if (es == 0) return std::nullopt;
+  // The runtime counts elements in a signed 64-bit integer and gives up at the
+  // first overflow, even if a later dimension is 0; then multiplies by the
+  // element size in 64 unsigned bits.
+  int64_t numel = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    if (sizes[i] < 0) return std::nullopt;
+    if (__builtin_mul_overflow(numel, static_cast<int64_t>(sizes[i]), &numel)) return std::nullopt;
+  }
+  uint64_t n = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(es), &n)) return std::nullopt;
   return n;
+}
+
+std::optional<uint64_t> TensorNbytes(const efb::Tensor& t) {
+  if (t.sizes() == nullptr) return RuntimeNbytes(nullptr, 0, static_cast<int>(t.scalar_type()));
+  return RuntimeNbytes(t.sizes()->data(), t.sizes()->size(), static_cast<int>(t.scalar_type()));
 }
 
 std::unique_ptr<PteFile> PteFile::Open(const std::string& path, const ReadOptions& opts) {
@@ -199,6 +228,12 @@ void PteFile::Parse(const ReadOptions& opts) {
                   std::to_string(program_size_) + " bytes");
     return;
   }
+  if (size < kRuntimeHeadBytes) {
+    // Program::load first reads 64 bytes (the space for an extended header)
+    // and fails on a shorter file.
+    report_.Error("truncated", "file is shorter than the 64 bytes ExecuTorch reads before the program", size,
+                  ">= " + std::to_string(kRuntimeHeadBytes) + " bytes", std::to_string(size) + " bytes");
+  }
   flatbuffers::Verifier::Options vo;
   vo.max_depth = opts.max_depth;
   vo.max_tables = opts.max_tables;
@@ -233,11 +268,257 @@ uint64_t OffsetIn(const Bytes& file, const T* p) {
 
 std::string Idx(const std::string& what, uint64_t i) { return what + "[" + std::to_string(i) + "]"; }
 
+// ---- Checks for what ExecuTorch's runtime refuses (or crashes on) while it
+// loads a program (Program::load with InternalConsistency, then
+// Program::load_method). Each one reports one kind of problem at the file
+// offset of the table it is about.
+
+struct Where {
+  Report& r;
+  const Bytes& file;
+  uint64_t at(const void* p) const { return OffsetIn(file, static_cast<const uint8_t*>(p)); }
+};
+
+// ExecutionPlan fields the runtime dereferences without a null check, or
+// refuses when absent (MethodMeta, Method::init).
+void CheckPlanFields(const Where& w, const efb::ExecutionPlan& plan, const std::string& pn) {
+  auto need = [&](const void* field, const char* name) {
+    if (field == nullptr) {
+      w.r.Error("missing-field", pn + " has no " + name + " (ExecuTorch refuses to load the method)", w.at(&plan),
+                std::string("a ") + name + " vector", "absent");
+    }
+  };
+  need(plan.values(), "values");
+  need(plan.non_const_buffer_sizes(), "non_const_buffer_sizes");
+  need(plan.inputs(), "inputs");
+  need(plan.outputs(), "outputs");
+  need(plan.delegates(), "delegates");
+  if (plan.chains() == nullptr || plan.chains()->size() == 0) {
+    w.r.Error("no-chains", pn + " has no chains (ExecuTorch refuses to load a method without one)", w.at(&plan),
+              "at least 1 chain", plan.chains() ? "0 chains" : "absent");
+  }
+}
+
+// A value slot must hold a value: type NONE (0) or a type tag without its
+// table is "Null value at index" to the runtime (Null is tag 1).
+bool CheckValueSlot(const Where& w, const efb::EValue& ev, const std::string& vn) {
+  if (ev.val_type() == efb::KernelTypes::NONE) {
+    w.r.Error("null-value", vn + " has no value (union type NONE)", w.at(&ev),
+              "a KernelTypes tag 1.." + std::to_string(static_cast<int>(efb::KernelTypes::MAX)), "0");
+    return false;
+  }
+  return true;
+}
+
+// Tensor fields the runtime's tensor parser requires (tensor_parser_portable,
+// program_validation). Returns false when the tensor's size cannot be known.
+bool CheckTensorShape(const Where& w, const efb::Tensor& t, const std::string& tn) {
+  int st = static_cast<int>(t.scalar_type());
+  if (RuntimeElementSize(st) == 0) {
+    w.r.Error("bad-enum", tn + " has an unknown scalar type", w.at(&t), "a known ScalarType", std::to_string(st));
+    return false;
+  }
+  if (t.sizes() == nullptr) {
+    w.r.Error("missing-field", tn + " has no sizes", w.at(&t), "a sizes vector", "absent");
+    return false;
+  }
+  const size_t rank = t.sizes()->size();
+  bool ok = true;
+  if (rank > kRuntimeMaxRank) {
+    w.r.Error("rank-too-large", tn + " has more dimensions than the runtime supports", w.at(t.sizes()),
+              "<= " + std::to_string(kRuntimeMaxRank), std::to_string(rank));
+    ok = false;
+  }
+  if (t.dim_order() == nullptr) {
+    w.r.Error("missing-field", tn + " has no dim_order", w.at(&t), "a dim_order vector", "absent");
+    ok = false;
+  } else if (t.dim_order()->size() != rank) {
+    w.r.Error("dim-order-mismatch", tn + " dim_order length differs from its rank", w.at(t.dim_order()),
+              std::to_string(rank) + " entries", std::to_string(t.dim_order()->size()));
+    ok = false;
+  } else if (ok) {
+    uint32_t seen = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      uint8_t d = t.dim_order()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      if (d >= rank || (seen & (1u << d)) != 0) {
+        w.r.Error("bad-dim-order", tn + " dim_order is not a permutation of its dimensions", w.at(t.dim_order()),
+                  "a permutation of 0.." + std::to_string(rank - 1), Idx("dim_order", i) + " = " + std::to_string(d));
+        ok = false;
+        break;
+      }
+      seen |= 1u << d;
+    }
+  }
+  if (t.storage_offset() != 0) {
+    w.r.Error("unsupported", tn + " has a storage offset (the runtime supports none)", w.at(&t), "0",
+              std::to_string(t.storage_offset()));
+  }
+  if (t.shape_dynamism() == efb::TensorShapeDynamism::DYNAMIC_UNBOUND) {
+    w.r.Error("unsupported", tn + " has an unbounded dynamic shape (the runtime supports none)", w.at(&t),
+              "STATIC or DYNAMIC_BOUND", "DYNAMIC_UNBOUND");
+  }
+  if (!TensorNbytes(t)) {
+    w.r.Error("bad-shape", tn + " has a negative or overflowing shape", w.at(t.sizes()));
+    return false;
+  }
+  return ok;
+}
+
+// Inputs and outputs the runtime can describe (MethodMeta's input_tag /
+// output_tag know Null, Int, Double, Bool, String and Tensor only).
+void CheckIoTags(const Where& w, const efb::ExecutionPlan& plan, const std::string& pn) {
+  if (!plan.values()) return;
+  const auto* vals = plan.values();
+  auto check = [&](const flatbuffers::Vector<int32_t>* l, const char* what) {
+    if (!l) return;
+    for (size_t k = 0; k < l->size(); ++k) {
+      int32_t i = l->Get(static_cast<flatbuffers::uoffset_t>(k));
+      if (i < 0 || static_cast<size_t>(i) >= vals->size()) continue;  // index-out-of-range elsewhere
+      auto ty = vals->Get(static_cast<flatbuffers::uoffset_t>(i))->val_type();
+      if (ty == efb::KernelTypes::Null || ty == efb::KernelTypes::Int || ty == efb::KernelTypes::Double ||
+          ty == efb::KernelTypes::Bool || ty == efb::KernelTypes::String || ty == efb::KernelTypes::Tensor) {
+        continue;
+      }
+      w.r.Error("bad-io-type", pn + ": " + Idx(what, k) + " refers to a value the runtime cannot pass in or out",
+                w.at(l), "Null, Int, Double, Bool, String or Tensor", std::string(efb::EnumNameKernelTypes(ty)));
+    }
+  };
+  check(plan.inputs(), "inputs");
+  check(plan.outputs(), "outputs");
+}
+
+// List values: the list must be there, and its items refer to values the
+// runtime can use while it parses values in order (TensorList and
+// OptionalTensorList items must already be parsed tensors).
+void CheckListValue(const Where& w, const efb::ExecutionPlan& plan, size_t vi, const efb::EValue& ev,
+                    const std::string& vn) {
+  const auto* vals = plan.values();
+  const size_t nvals = vals->size();
+  auto missing = [&](const void* items) {
+    if (items) return false;
+    w.r.Error("missing-list", vn + " has no items", w.at(&ev), "an items vector", "absent");
+    return true;
+  };
+  switch (ev.val_type()) {
+    case efb::KernelTypes::IntList: {
+      const auto* items = ev.val_as_IntList()->items();
+      if (missing(items)) return;
+      for (size_t k = 0; k < items->size(); ++k) {
+        int64_t i = items->Get(static_cast<flatbuffers::uoffset_t>(k));
+        if (i < 0 || static_cast<uint64_t>(i) >= nvals) {
+          w.r.Error("index-out-of-range", vn + Idx(".items", k) + " is not a value index", w.at(items),
+                    "0.." + std::to_string(nvals - 1), std::to_string(i));
+          return;
+        }
+      }
+      return;
+    }
+    case efb::KernelTypes::DoubleList:
+      missing(ev.val_as_DoubleList()->items());
+      return;
+    case efb::KernelTypes::BoolList:
+      missing(ev.val_as_BoolList()->items());
+      return;
+    case efb::KernelTypes::TensorList:
+    case efb::KernelTypes::OptionalTensorList: {
+      const bool optional = ev.val_type() == efb::KernelTypes::OptionalTensorList;
+      const auto* items = optional ? ev.val_as_OptionalTensorList()->items() : ev.val_as_TensorList()->items();
+      if (missing(items)) return;
+      for (size_t k = 0; k < items->size(); ++k) {
+        int32_t i = items->Get(static_cast<flatbuffers::uoffset_t>(k));
+        if (optional && i == -1) continue;
+        if (i < 0 || static_cast<size_t>(i) >= nvals) continue;  // index-out-of-range elsewhere
+        auto ty = vals->Get(static_cast<flatbuffers::uoffset_t>(i))->val_type();
+        bool ok_type = ty == efb::KernelTypes::Tensor || (optional && ty == efb::KernelTypes::Null);
+        if (!ok_type) {
+          w.r.Error("bad-list-item", vn + Idx(".items", k) + " does not refer to a tensor", w.at(items),
+                    optional ? "a Tensor or Null value" : "a Tensor value", std::string(efb::EnumNameKernelTypes(ty)));
+          return;
+        }
+        if (static_cast<size_t>(i) >= vi) {
+          w.r.Error("forward-reference", vn + Idx(".items", k) + " refers to a value the runtime has not parsed yet",
+                    w.at(items), "< " + std::to_string(vi), std::to_string(i));
+          return;
+        }
+      }
+      return;
+    }
+    case efb::KernelTypes::String:
+      if (ev.val_as_String()->string_val() == nullptr) {
+        w.r.Error("missing-string", vn + " (String) has no string_val", w.at(&ev), "a string", "absent");
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// Delegate fields the runtime reads without a null check.
+void CheckDelegateFields(const Where& w, const efb::Program& p, const efb::BackendDelegate& dl, const std::string& dn,
+                         uint64_t segment_base_offset) {
+  if (const auto* cs = dl.compile_specs()) {
+    for (size_t c = 0; c < cs->size(); ++c) {
+      const auto* spec = cs->Get(static_cast<flatbuffers::uoffset_t>(c));
+      if (spec->key() == nullptr || spec->value() == nullptr) {
+        w.r.Error("missing-field", dn + Idx(".compile_specs", c) + " has no " + (spec->key() ? "value" : "key"),
+                  w.at(spec), "key and value", "absent");
+      }
+    }
+  }
+  const auto* pr = dl.processed();
+  if (!pr) return;
+  if (pr->location() == efb::DataLocation::INLINE) {
+    const auto* bdd = p.backend_delegate_data();
+    if (bdd && pr->index() < bdd->size() && bdd->Get(pr->index())->data() == nullptr) {
+      w.r.Error("missing-field", dn + " refers to backend_delegate_data without data", w.at(bdd->Get(pr->index())),
+                "a data vector", "absent");
+    }
+  } else if (pr->location() == efb::DataLocation::SEGMENT && segment_base_offset == 0) {
+    // Program::LoadSegment refuses any segment when there is no segment base.
+    w.r.Error("segments-without-header", dn + " data is in a segment but the file has no segment base offset", w.at(pr),
+              "an eh00 header with segment_base_offset > 0", "0");
+  }
+}
+
+// Instruction fields the runtime requires while it builds the chains.
+void CheckInstructionFields(const Where& w, const efb::ExecutionPlan& plan, const efb::Instruction& ins,
+                            const std::string& in) {
+  if (ins.instr_args() == nullptr) return;  // reported with the instruction type
+  switch (ins.instr_args_type()) {
+    case efb::InstructionArguments::KernelCall: {
+      const auto* k = ins.instr_args_as_KernelCall();
+      if (!k->args()) w.r.Error("missing-field", in + " (KernelCall) has no args", w.at(k), "an args vector", "absent");
+      const auto* ops = plan.operators();
+      if (ops && k->op_index() >= 0 && static_cast<size_t>(k->op_index()) < ops->size()) {
+        const auto* op = ops->Get(static_cast<flatbuffers::uoffset_t>(k->op_index()));
+        if (op->name()) {
+          size_t len = op->name()->size() + (op->overload() && op->overload()->size() ? op->overload()->size() + 1 : 0);
+          if (len >= kRuntimeOperatorNameLimit) {
+            w.r.Error("operator-name-too-long", in + " calls an operator whose name.overload the runtime cannot hold",
+                      w.at(op), "< " + std::to_string(kRuntimeOperatorNameLimit) + " characters", std::to_string(len));
+          }
+        }
+      }
+      break;
+    }
+    case efb::InstructionArguments::DelegateCall: {
+      const auto* k = ins.instr_args_as_DelegateCall();
+      if (!k->args()) {
+        w.r.Error("missing-field", in + " (DelegateCall) has no args", w.at(k), "an args vector", "absent");
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 void PteFile::CheckProgram(const ReadOptions& opts) {
   const efb::Program& p = *program_;
   const uint64_t fsize = file_.size;
+  const Where where{report_, file_};
   auto at = [&](const void* ptr) { return OffsetIn(file_, static_cast<const uint8_t*>(ptr)); };
   auto check_str = [&](const flatbuffers::String* s, const std::string& what, bool required) {
     if (s == nullptr) {
@@ -246,6 +527,14 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
     }
     if (!IsValidUtf8(s->c_str(), s->size())) {
       report_.Error("non-utf8", what + " is not valid UTF-8", at(s), "UTF-8 text", "invalid bytes");
+    }
+    // Names reach the runtime as C strings (c_str()): an embedded NUL makes it
+    // look up another operator, method, backend or key than the file names.
+    if (what.find(".string_val") == std::string::npos && std::memchr(s->c_str(), 0, s->size()) != nullptr) {
+      report_.Error(
+          "nul-in-name", what + " contains a NUL byte (the runtime reads it as a shorter name)", at(s),
+          "no NUL before the end",
+          "NUL at " + std::to_string(static_cast<const char*>(std::memchr(s->c_str(), 0, s->size())) - s->c_str()));
     }
   };
 
@@ -366,6 +655,11 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
 
   // ---- named data
   if (const auto* nd = p.named_data()) {
+    if (segs == nullptr) {
+      // PteDataMap::create refuses named_data without a segments list.
+      report_.Error("missing-field", "program has named_data but no segments list (ExecuTorch refuses to load it)",
+                    at(&p), "a segments vector", "absent");
+    }
     std::unordered_set<std::string> keys;
     for (size_t i = 0; i < nd->size(); ++i) {
       const auto* e = nd->Get(static_cast<flatbuffers::uoffset_t>(i));
@@ -379,8 +673,20 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
   }
 
   // ---- execution plans
+  if (n_const_offsets <= 1 && n_const_buffers > 0) {
+    report_.Warn("deprecated-constant-buffer",
+                 "constants are in Program.constant_buffer (before ExecuTorch 0.7); runtimes built without "
+                 "ET_ENABLE_DEPRECATED_CONSTANT_BUFFER (upstream's CMake default) refuse this file",
+                 at(cbuf), "a constant_segment", std::to_string(n_const_buffers) + " constant_buffer entries");
+  }
   const auto* plans = p.execution_plan();
-  if (plans == nullptr || plans->size() == 0) {
+  if (plans == nullptr) {
+    // validate_program: "Program has null execution_plan".
+    report_.Error("missing-field", "program has no execution_plan list (ExecuTorch refuses to load it)", at(&p),
+                  "an execution_plan vector", "absent");
+    return;
+  }
+  if (plans->size() == 0) {
     report_.Warn("no-methods", "program has no execution plans (methods)");
     return;
   }
@@ -393,6 +699,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
       report_.Error("duplicate-method", "method name \"" + pn + "\" is used twice", at(plan), "unique names",
                     "duplicate");
     }
+    CheckPlanFields(where, *plan, pn);
+    CheckIoTags(where, *plan, pn);
     size_t nvals = plan->values() ? plan->values()->size() : 0;
     size_t nops = plan->operators() ? plan->operators()->size() : 0;
     size_t ndel = plan->delegates() ? plan->delegates()->size() : 0;
@@ -444,6 +752,7 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
           report_.Error("bad-enum", dn + ".processed.location is not INLINE or SEGMENT", at(pr), "0 or 1",
                         std::to_string(static_cast<int>(pr->location())));
         }
+        CheckDelegateFields(where, p, *dl, dn, segment_base_offset_);
         if (dl->compile_specs()) {
           for (size_t c = 0; c < dl->compile_specs()->size(); ++c) {
             check_str(dl->compile_specs()->Get(static_cast<flatbuffers::uoffset_t>(c))->key(),
@@ -463,10 +772,13 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                         std::to_string(static_cast<int>(ev->val_type())));
           continue;
         }
-        if (ev->val_type() != efb::KernelTypes::NONE && ev->val() == nullptr) {
+        if (!CheckValueSlot(where, *ev, pn + ": " + vn)) continue;
+        if (ev->val() == nullptr && ev->val_type() != efb::KernelTypes::Null) {
           report_.Error("missing-field", pn + ": " + vn + " has a type tag but no value", at(ev), "a value", "none");
           continue;
         }
+        if (ev->val() == nullptr) continue;
+        CheckListValue(where, *plan, vi, *ev, pn + ": " + vn);
         switch (ev->val_type()) {
           case efb::KernelTypes::TensorList:
             check_list(ev->val_as_TensorList()->items(), vn + ".items", ev);
@@ -481,16 +793,8 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
             const auto* t = ev->val_as_Tensor();
             const std::string tn = pn + ": " + vn + " (tensor)";
             int st = static_cast<int>(t->scalar_type());
-            if (ScalarTypeSize(st) == 0) {
-              report_.Error("bad-enum", tn + " has an unknown scalar type", at(t), "a known ScalarType",
-                            std::to_string(st));
-              break;
-            }
+            if (!CheckTensorShape(where, *t, tn)) break;
             auto nbytes = TensorNbytes(*t);
-            if (!nbytes) {
-              report_.Error("bad-shape", tn + " has a negative or overflowing shape", at(t));
-              break;
-            }
             const auto* eti = t->extra_tensor_info();
             bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
             if (eti) {
@@ -525,6 +829,21 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                 report_.Error("index-out-of-range",
                               tn + ".data_buffer_idx is out of range for the mutable data segment", at(t),
                               "< " + std::to_string(no), std::to_string(dbi));
+              } else if (mds->Get(0)->segment_index() < nseg) {
+                // load_mutable_subsegment_into: offset + nbytes within the segment.
+                const SegmentSpan& ms = segments_[mds->Get(0)->segment_index()];
+                uint64_t o = mds->Get(0)->offsets()->Get(dbi);
+                if (o > ms.size || *nbytes > ms.size - o) {
+                  report_.Error("tensor-out-of-range", tn + " initial state runs past the end of its mutable segment",
+                                ms.file_offset + std::min(o, ms.size), "offset + nbytes <= " + std::to_string(ms.size),
+                                std::to_string(o) + " + " + std::to_string(*nbytes));
+                }
+                if (segment_base_offset_ == 0) {
+                  report_.Error("segments-without-header",
+                                tn + " initial state is in a segment but the file has no "
+                                     "segment base offset",
+                                at(t), "an eh00 header with segment_base_offset > 0", "0");
+                }
               }
               break;
             }
@@ -533,10 +852,15 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                             "< " + std::to_string(n_const), std::to_string(dbi));
               break;
             }
-            size_t es = ScalarTypeSize(st);
+            size_t es = RuntimeElementSize(st);
             if (n_const_offsets > 0 && cseg_usable) {
               uint64_t o = cseg->offsets()->Get(dbi);
-              if (o > cseg_size || *nbytes > cseg_size - o) {
+              if (cseg_size == 0) {
+                // The runtime maps an empty segment to no data and then looks
+                // for the constant in the (absent) constant_buffer.
+                report_.Error("tensor-out-of-range", tn + " refers to constant data but the constant segment is empty",
+                              cseg_file_off, "a non-empty constant segment", "0 bytes");
+              } else if (o > cseg_size || *nbytes > cseg_size - o) {
                 report_.Error("tensor-out-of-range", tn + " data runs past the end of the constant segment",
                               cseg_file_off + std::min(o, cseg_size), "offset + nbytes <= " + std::to_string(cseg_size),
                               std::to_string(o) + " + " + std::to_string(*nbytes));
@@ -580,6 +904,10 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
         const std::string cn = Idx("chains", ci);
         check_list(ch->inputs(), cn + ".inputs", ch);
         check_list(ch->outputs(), cn + ".outputs", ch);
+        if (ch->instructions() == nullptr) {
+          report_.Error("missing-field", pn + ": " + cn + " has no instructions list (ExecuTorch refuses it)", at(ch),
+                        "an instructions vector", "absent");
+        }
         size_t ninstr = ch->instructions() ? ch->instructions()->size() : 0;
         for (size_t ii = 0; ii < ninstr; ++ii) {
           const auto* ins = ch->instructions()->Get(static_cast<flatbuffers::uoffset_t>(ii));
@@ -594,6 +922,7 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
                           "none");
             continue;
           }
+          CheckInstructionFields(where, *plan, *ins, pn + ": " + in);
           switch (ins->instr_args_type()) {
             case efb::InstructionArguments::KernelCall: {
               const auto* k = ins->instr_args_as_KernelCall();
@@ -646,32 +975,137 @@ void PteFile::CheckProgram(const ReadOptions& opts) {
   }
 }
 
+namespace {
+
+std::string DimsText(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+template <typename T>
+std::vector<int64_t> ToDims(const T* v) {
+  std::vector<int64_t> out;
+  if (v) out.assign(v->begin(), v->end());
+  return out;
+}
+
+template <typename T>
+std::vector<int64_t> ToDims(const std::vector<T>& v) {
+  return std::vector<int64_t>(v.begin(), v.end());
+}
+
+struct KeyHolder {
+  const PtdFile* ptd = nullptr;
+  const PtdEntry* entry = nullptr;
+};
+
+// The layout the runtime compares (validateTensorLayout): dtype, rank, sizes,
+// dim order; and the bytes the .ptd holds for it.
+void CompareExternalTensor(const Where& w, const efb::Tensor& t, const std::string& key, const KeyHolder& h) {
+  const PtdEntry& e = *h.entry;
+  const std::string where = "external tensor \"" + key + "\" and its entry in " + h.ptd->name();
+  if (!e.has_layout) {
+    w.r.Error("external-layout-missing", where + ": the entry has no tensor_layout (the runtime needs one)",
+              w.at(t.extra_tensor_info()), "a tensor_layout", "none");
+    return;
+  }
+  const int st = static_cast<int>(t.scalar_type());
+  if (st != e.scalar_type) {
+    w.r.Error("external-layout-mismatch", where + " differ in dtype", w.at(&t),
+              std::string(ScalarTypeName(e.scalar_type)) + " (.ptd)", std::string(ScalarTypeName(st)) + " (.pte)");
+  }
+  if (ToDims(t.sizes()) != ToDims(e.sizes)) {
+    w.r.Error("external-layout-mismatch", where + " differ in shape", w.at(&t), DimsText(ToDims(e.sizes)) + " (.ptd)",
+              DimsText(ToDims(t.sizes())) + " (.pte)");
+  }
+  if (ToDims(t.dim_order()) != ToDims(e.dim_order)) {
+    w.r.Error("external-layout-mismatch", where + " differ in dim order", w.at(&t),
+              DimsText(ToDims(e.dim_order)) + " (.ptd)", DimsText(ToDims(t.dim_order())) + " (.pte)");
+  }
+  auto nbytes = TensorNbytes(t);
+  if (nbytes && e.valid && e.size != *nbytes) {
+    w.r.Error("external-size-mismatch", where + " differ in byte size", w.at(&t),
+              std::to_string(*nbytes) + " bytes (.pte tensor)", std::to_string(e.size) + " bytes (.ptd entry)");
+  }
+}
+
+}  // namespace
+
 void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
   if (!program_ || !program_->execution_plan()) return;
-  std::unordered_set<std::string> keys;
+  const Where w{report_, file_};
+  // The runtime resolves external tensors in the data map given to
+  // load_method (the .ptd files, merged), never in this file's named_data.
+  std::unordered_map<std::string, KeyHolder> keys;
   for (const PtdFile* ptd : ptds) {
     if (!ptd) continue;
-    for (const auto& e : ptd->entries()) keys.insert(e.key);
+    for (const auto& e : ptd->entries()) {
+      auto [it, inserted] = keys.emplace(e.key, KeyHolder{ptd, &e});
+      if (!inserted && it->second.ptd != ptd) {
+        // MergedDataMap::load refuses a key held by two data maps.
+        report_.Error("duplicate-key",
+                      "key \"" + e.key + "\" is in two .ptd files: " + it->second.ptd->name() + " (entry at offset " +
+                          std::to_string(it->second.entry->table_offset) + ") and " + ptd->name() +
+                          " (entry at offset " + std::to_string(e.table_offset) + ")",
+                      std::nullopt, "each key in one .ptd file", "2 files");
+      }
+    }
   }
-  if (program_->named_data()) {
+  if (!ptds.empty() && program_->named_data()) {
+    // Method::init merges the .ptd data with this file's named_data.
+    size_t total = keys.size();
     for (const auto* nd : *program_->named_data()) {
-      if (nd->key()) keys.insert(nd->key()->str());
+      if (!nd->key()) continue;
+      ++total;
+      auto it = keys.find(nd->key()->str());
+      if (it != keys.end()) {
+        report_.Error("duplicate-key",
+                      "named data key \"" + it->first + "\" is also in " + it->second.ptd->name() +
+                          " (the runtime refuses to merge them)",
+                      w.at(nd), "keys unique across the .pte and its .ptd files", "duplicate");
+      }
+    }
+    if (total == 0) {
+      report_.Error("empty-data-maps",
+                    "the program has an empty named_data list and the .ptd files hold no keys (the runtime "
+                    "refuses to merge empty data maps)",
+                    w.at(program_->named_data()), "at least one key", "0 keys");
     }
   }
   for (const auto* plan : *program_->execution_plan()) {
     if (!plan->values()) continue;
     for (const auto* ev : *plan->values()) {
       if (ev->val_type() != efb::KernelTypes::Tensor || ev->val() == nullptr) continue;
-      const auto* eti = ev->val_as_Tensor()->extra_tensor_info();
+      const auto* t = ev->val_as_Tensor();
+      const auto* eti = t->extra_tensor_info();
       if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
       const std::string key = eti->fully_qualified_name()->str();
-      if (!keys.count(key)) {
+      auto it = keys.find(key);
+      if (it == keys.end()) {
         report_.Error("dangling-external-key", "external tensor \"" + key + "\" is not in any given .ptd file",
-                      static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(eti) - file_.data),
-                      "a key in the .ptd named_data", "missing");
+                      w.at(eti), "a key in the .ptd named_data", "missing");
+        continue;
       }
+      CompareExternalTensor(w, *t, key, it->second);
     }
   }
+}
+
+std::vector<std::string> PteFile::ExternalKeys() const {
+  std::vector<std::string> out;
+  if (!program_ || !program_->execution_plan()) return out;
+  std::set<std::string> seen;
+  for (const auto* plan : *program_->execution_plan()) {
+    if (!plan->values()) continue;
+    for (const auto* ev : *plan->values()) {
+      if (ev->val_type() != efb::KernelTypes::Tensor || ev->val() == nullptr) continue;
+      const auto* eti = ev->val_as_Tensor()->extra_tensor_info();
+      if (!eti || eti->location() != efb::TensorDataLocation::EXTERNAL || !eti->fully_qualified_name()) continue;
+      if (seen.insert(eti->fully_qualified_name()->str()).second) out.push_back(eti->fully_qualified_name()->str());
+    }
+  }
+  return out;
 }
 
 }  // namespace ptepack

@@ -30,7 +30,10 @@ struct ReadOptions {
   uint64_t tensor_alignment = 0;
   // Limits handed to the FlatBuffers verifier.
   uint32_t max_depth = 64;
-  uint32_t max_tables = 10'000'000;
+  // .ptd files in the FlatTensor layout of before June 2025: a warning when
+  // true, an error when false (current runtimes cannot load them).
+  bool allow_legacy_ptd = true;
+  uint32_t max_tables = 1'000'000;  // the runtime's verifier default
 };
 
 struct SegmentSpan {
@@ -63,9 +66,14 @@ class PteFile {
   // Data of segment i; throws if it does not lie within the file.
   Bytes SegmentData(size_t i) const;
 
-  // Checks that every external tensor key is found in one of `ptds` (or in
-  // this file's named data) and adds findings to report().
+  // Checks this program against the .ptd files it will be loaded with, as
+  // ExecuTorch's runtime does: every external tensor key is in one of `ptds`
+  // (this file's named_data does not count), with the same dtype, shape,
+  // dim order and byte size; no key is in two of them or also in this file's
+  // named_data. Adds findings to report().
   void CheckExternalKeys(const std::vector<const PtdFile*>& ptds);
+  // Keys of the external tensors, in program order, without repeats.
+  std::vector<std::string> ExternalKeys() const;
 
  private:
   PteFile() = default;
@@ -82,8 +90,18 @@ class PteFile {
   const executorch_flatbuffer::Program* program_ = nullptr;
 };
 
-// Bytes of a tensor with this type and shape, or nullopt on overflow/unknown.
+// Bytes of a tensor with this type and shape, or nullopt on overflow/unknown,
+// computed as ExecuTorch's runtime does (signed element count).
 std::optional<uint64_t> TensorNbytes(const executorch_flatbuffer::Tensor& t);
+std::optional<uint64_t> RuntimeNbytes(const int32_t* sizes, size_t rank, int scalar_type);
+
+// Element size of a ScalarType the runtime accepts (0: the runtime rejects it).
+size_t RuntimeElementSize(int scalar_type);
+
+// Limits ExecuTorch's runtime applies when it loads a program.
+inline constexpr size_t kRuntimeMaxRank = 16;             // kTensorDimensionLimit
+inline constexpr size_t kRuntimeOperatorNameLimit = 100;  // "name.overload" + NUL must fit
+inline constexpr uint64_t kRuntimeHeadBytes = 64;         // read before anything else
 
 // True if s is valid UTF-8.
 bool IsValidUtf8(const char* s, size_t n);

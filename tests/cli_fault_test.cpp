@@ -98,8 +98,8 @@ std::vector<Scenario> Scenarios() {
          Must({"verify", FixturePath("add.pte"), "--checksum", "--write-manifest", out + "/m.json"});
        },
        [lin, lin_ptd](const ScopedDir&, const std::string& out) {
-         return std::vector<std::string>{"verify",       lin, "--ptd", lin_ptd, "--checksum", "--write-manifest",
-                                         out + "/m.json"};
+         return std::vector<std::string>{
+             "verify", lin, "--ptd", lin_ptd, "--allow-legacy-ptd", "--checksum", "--write-manifest", out + "/m.json"};
        }},
       {"bundle_create",
        [](const ScopedDir&, const std::string& out) {

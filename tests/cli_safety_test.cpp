@@ -499,8 +499,8 @@ TEST(CliMessages, VerifyManifestChecksOrNamesEveryEntry) {
   EXPECT_EQ(r.out.find("all checksums match"), std::string::npos) << r.out;
   EXPECT_NE((r.out + r.err).find("linear.ptd"), std::string::npos) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("[not-checked]"), std::string::npos) << r.out << r.err;
-  r = RunPtepack({"verify", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "--checksum", "--manifest",
-                  d / "m.json"});
+  r = RunPtepack({"verify", FixturePath("linear.pte"), "--ptd", FixturePath("linear.ptd"), "--allow-legacy-ptd",
+                  "--checksum", "--manifest", d / "m.json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("all checksums match"), std::string::npos) << r.out;
 }

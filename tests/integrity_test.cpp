@@ -240,10 +240,14 @@ std::string MakeProgram(const std::string& dir) {
   values.push_back(
       {{"val_type", "Tensor"},
        {"val", {{"scalar_type", "BYTE"}, {"sizes", {data.size()}}, {"dim_order", {0}}, {"data_buffer_idx", 1}}}});
-  json plan{{"name", "forward"},          {"values", values},
-            {"inputs", json::array()},    {"outputs", {0}},
-            {"chains", json::array()},    {"operators", json::array()},
-            {"delegates", json::array()}, {"non_const_buffer_sizes", {0}}};
+  json plan{{"name", "forward"},
+            {"values", values},
+            {"inputs", json::array()},
+            {"outputs", {0}},
+            {"chains", {{{"instructions", json::array()}}}},
+            {"operators", json::array()},
+            {"delegates", json::array()},
+            {"non_const_buffer_sizes", {0}}};
   json spec{{"program", {{"version", 0}, {"execution_plan", {plan}}}}, {"constants", {{{"file", "w.bin"}}}}};
   const std::string out = dir + "/model.pte";
   WritePackage(PackageFromSpecJson(spec.dump(), dir), BackendConfig{}, out);

@@ -61,10 +61,14 @@ std::string SpecJson(const std::string& data_file, const std::vector<Const>& con
       constants.push_back({{"file", data_file}, {"offset", c.offset}, {"size", c.size}});
     }
   }
-  json plan{{"name", "forward"},          {"values", values},
-            {"inputs", json::array()},    {"outputs", {0}},
-            {"chains", json::array()},    {"operators", json::array()},
-            {"delegates", json::array()}, {"non_const_buffer_sizes", {0}}};
+  json plan{{"name", "forward"},
+            {"values", values},
+            {"inputs", json::array()},
+            {"outputs", {0}},
+            {"chains", {{{"instructions", json::array()}}}},
+            {"operators", json::array()},
+            {"delegates", json::array()},
+            {"non_const_buffer_sizes", {0}}};
   json program{{"version", 0}, {"execution_plan", {plan}}};
   return json{{"program", program}, {"constants", constants}}.dump();
 }

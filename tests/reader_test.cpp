@@ -28,10 +28,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "layout/alignment.h"
+#include "serialize/fbtree.h"
+#include "serialize/package.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
 #include "tests/test_util.h"
@@ -699,6 +703,442 @@ INSTANTIATE_TEST_SUITE_P(ReaderFixtures, ReaderExternalKeys,
                            std::string b = info.param.ptd ? info.param.ptd : "none";
                            return a.substr(0, a.find('.')) + "_with_" + b.substr(0, b.find('.'));
                          });
+
+// ---------------------------------------------------------------------------
+// What ExecuTorch's runtime refuses while loading (Program::load with
+// InternalConsistency, load_method, FlatTensorDataMap): each check gets a
+// mutant of a real fixture with one field changed, and the finding's code and
+// offset. The facts come from the runtime's sources: program_validation.cpp
+// (validate_tensor, validate_program), method.cpp (parse_values, init),
+// tensor_parser_portable.cpp (parseTensor), tensor_parser_exec_aten.cpp
+// (validateTensorLayout), flat_tensor_data_map.cpp, merged_data_map.cpp.
+
+using Buf = std::vector<uint8_t>;
+using prog::F;
+
+std::unique_ptr<PteFile> Pte(const Buf& b, const ReadOptions& o = {}) {
+  return PteFile::FromBytes(Bytes::Copy(b.data(), b.size()), "mutant.pte", o);
+}
+std::unique_ptr<PtdFile> Ptd(const Buf& b, const ReadOptions& o = {}) {
+  return PtdFile::FromBytes(Bytes::Copy(b.data(), b.size()), "mutant.ptd", o);
+}
+template <typename T>
+uint64_t At(const Bytes& file, const T* p) {
+  return static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(p) - file.data);
+}
+
+// Re-encodes the program of a .pte after `edit`, keeping its segment data at
+// a 128-aligned base behind an updated eh00 header.
+Buf EditPte(const Buf& file, const std::function<void(fb::Table&)>& edit) {
+  auto pte = Pte(file);
+  if (!pte->program()) throw std::runtime_error("EditPte: input does not verify");
+  Bytes fbb = pte->flatbuffer();
+  auto tree = fb::Decode(prog::S(), fbb.data, fbb.size, fbb.owner);
+  edit(*tree);
+  fb::Encoded enc = fb::Encode(prog::S(), *tree, fb::EncodeOptions{});
+  if (!pte->header()) return enc.data;
+  ExtendedHeader h = *pte->header();
+  uint64_t padded = AlignUp(kExtendedHeaderLength, enc.max_force_align);
+  h.length = kExtendedHeaderLength;
+  h.has_segment_data_size = true;
+  h.program_size = padded + enc.data.size();
+  uint64_t old_base = pte->segment_base_offset();
+  h.segment_base_offset = old_base == 0 ? 0 : AlignUp(h.program_size, 128);
+  h.segment_data_size = old_base == 0 ? 0 : file.size() - old_base;
+  Buf hb = EncodeExtendedHeader(h);
+  hb.resize(padded, 0);
+  Buf out = InsertHeader(enc.data, hb);
+  if (old_base != 0) {
+    out.resize(h.segment_base_offset, 0);
+    out.insert(out.end(), file.begin() + static_cast<std::ptrdiff_t>(old_base), file.end());
+  }
+  return out;
+}
+
+// The same for current-layout .ptd files.
+Buf EditPtd(const Buf& file, const std::function<void(fb::Table&)>& edit) {
+  auto ptd = Ptd(file);
+  if (!ptd->flat_tensor()) throw std::runtime_error("EditPtd: input is not a current-layout .ptd");
+  const fb::Schema& s = fb::FlatTensorSchema();
+  const FlatTensorHeader& old = ptd->header();
+  auto tree = fb::Decode(s, ptd->file().data, old.flatbuffer_offset + old.flatbuffer_size, ptd->file().owner);
+  edit(*tree);
+  fb::Encoded enc = fb::Encode(s, *tree, fb::EncodeOptions{});
+  FlatTensorHeader h = old;
+  h.flatbuffer_size = enc.data.size();
+  h.segment_base_offset = AlignUp(h.flatbuffer_offset + h.flatbuffer_size, 128);
+  Buf hb = EncodeFlatTensorHeader(h);
+  hb.resize(h.flatbuffer_offset, 0);
+  Buf out = InsertHeader(enc.data, hb);
+  out.resize(h.segment_base_offset, 0);
+  out.insert(out.end(), file.begin() + static_cast<std::ptrdiff_t>(old.segment_base_offset), file.end());
+  return out;
+}
+
+fb::Value& PtdF(fb::Table& t, const char* name) { return fb::Field(fb::FlatTensorSchema(), t, name); }
+
+fb::Table& Elem(fb::Value& v, size_t i) { return *v.elems.at(i).table; }
+fb::Table& Plan0(fb::Table& p) { return Elem(F(p, "execution_plan"), 0); }
+fb::Table& Value(fb::Table& p, size_t i) { return Elem(F(Plan0(p), "values"), i); }
+fb::Table& ValTable(fb::Table& p, size_t i) { return *F(Value(p, i), "val").table; }
+
+const efb::ExecutionPlan* TPlan(const PteFile& f) { return f.program()->execution_plan()->Get(0); }
+const efb::EValue* TValue(const PteFile& f, size_t i) {
+  return TPlan(f)->values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+}
+
+// The first error with `code` is at `offset`.
+::testing::AssertionResult HasError(const Report& r, const std::string& code, std::optional<uint64_t> offset) {
+  std::string all;
+  for (const auto& f : r.findings()) {
+    all += "\n  " + f.ToString();
+    if (f.severity == Finding::Severity::kError && f.code == code) {
+      if (offset && f.offset != offset) {
+        return ::testing::AssertionFailure()
+               << "[" << code << "] at " << (f.offset ? *f.offset : 0) << ", expected " << *offset << ":" << all;
+      }
+      return ::testing::AssertionSuccess();
+    }
+  }
+  return ::testing::AssertionFailure() << "no error [" << code << "]:" << all;
+}
+
+Buf Arduino() { return ReadFile(FixturePath("arduino_add.pte")); }
+// arduino_add.pte, [json]: values 0 = FLOAT[] constant, 1 = FLOAT[3] input (planned, memory 1 offset 16),
+// 2 = FLOAT[3] output, 3 = Int 1; one chain with one KernelCall aten::add.out args [1, 0, 3, 2, 2].
+
+TEST(ReaderRuntime, ArduinoLoadsAsIs) { EXPECT_TRUE(Pte(Arduino())->ok()); }
+
+TEST(ReaderRuntime, TensorWithoutSizes) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) { F(ValTable(p, 1), "sizes") = fb::Value{}; }));
+  EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), TValue(*f, 1)->val())));
+}
+
+TEST(ReaderRuntime, TensorWithoutDimOrder) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) { F(ValTable(p, 1), "dim_order") = fb::Value{}; }));
+  EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), TValue(*f, 1)->val())));
+}
+
+TEST(ReaderRuntime, DimOrderLengthDiffersFromRank) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    F(ValTable(p, 1), "dim_order") = fb::ScalarVectorOf<uint8_t>(reflection::UByte, {0, 1});
+  }));
+  EXPECT_TRUE(HasError(f->report(), "dim-order-mismatch", At(f->file(), TValue(*f, 1)->val_as_Tensor()->dim_order())));
+}
+
+TEST(ReaderRuntime, DimOrderNotAPermutation) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    F(ValTable(p, 1), "sizes") = fb::ScalarVectorOf<int32_t>(reflection::Int, {1, 3});
+    F(ValTable(p, 1), "dim_order") = fb::ScalarVectorOf<uint8_t>(reflection::UByte, {1, 1});
+  }));
+  EXPECT_TRUE(HasError(f->report(), "bad-dim-order", At(f->file(), TValue(*f, 1)->val_as_Tensor()->dim_order())));
+}
+
+TEST(ReaderRuntime, RankAbove16) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    std::vector<int32_t> sizes(17, 1);
+    std::vector<uint8_t> dims(17);
+    for (uint8_t i = 0; i < 17; ++i) dims[i] = i;
+    F(ValTable(p, 2), "sizes") = fb::ScalarVectorOf<int32_t>(reflection::Int, sizes);
+    F(ValTable(p, 2), "dim_order") = fb::ScalarVectorOf<uint8_t>(reflection::UByte, dims);
+  }));
+  EXPECT_TRUE(HasError(f->report(), "rank-too-large", At(f->file(), TValue(*f, 2)->val_as_Tensor()->sizes())));
+}
+
+TEST(ReaderRuntime, StorageOffsetAndUnboundDynamism) {
+  auto f = Pte(EditPte(
+      Arduino(), [](fb::Table& p) { F(ValTable(p, 1), "storage_offset") = fb::ScalarValue(reflection::Int, 4); }));
+  EXPECT_TRUE(HasError(f->report(), "unsupported", At(f->file(), TValue(*f, 1)->val())));
+  auto g = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    F(ValTable(p, 2), "shape_dynamism") = fb::ScalarValue(reflection::Byte, 2);  // DYNAMIC_UNBOUND
+  }));
+  EXPECT_TRUE(HasError(g->report(), "unsupported", At(g->file(), TValue(*g, 2)->val())));
+}
+
+TEST(ReaderRuntime, ElementCountOverflowsSigned64Bits) {
+  // BYTE[2^30, 2^30, 8]: 2^63 elements fit in 64 unsigned bits but not in the
+  // runtime's signed count; [2^30, 2^30, 2^30, 0] overflows before the 0.
+  for (std::vector<int32_t> sizes :
+       {std::vector<int32_t>{1 << 30, 1 << 30, 8}, std::vector<int32_t>{1 << 30, 1 << 30, 1 << 30, 0}}) {
+    auto f = Pte(EditPte(Arduino(), [&](fb::Table& p) {
+      std::vector<uint8_t> dims(sizes.size());
+      for (size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<uint8_t>(i);
+      F(ValTable(p, 2), "allocation_info") = fb::Value{};
+      F(ValTable(p, 2), "scalar_type") = fb::ScalarValue(reflection::Byte, 0);
+      F(ValTable(p, 2), "sizes") = fb::ScalarVectorOf<int32_t>(reflection::Int, sizes);
+      F(ValTable(p, 2), "dim_order") = fb::ScalarVectorOf<uint8_t>(reflection::UByte, dims);
+    }));
+    EXPECT_TRUE(HasError(f->report(), "bad-shape", At(f->file(), TValue(*f, 2)->val_as_Tensor()->sizes())));
+  }
+}
+
+TEST(ReaderRuntime, ComplexAndBitsTypesAreAccepted) {
+  // isValid(): every ScalarType below Undefined (30), also those program.fbs does not name.
+  for (int st : {8, 9, 10, 18, 21}) {
+    auto f = Pte(EditPte(Arduino(), [&](fb::Table& p) {
+      F(ValTable(p, 1), "scalar_type") = fb::ScalarValue(reflection::Byte, static_cast<uint64_t>(st));
+      F(ValTable(p, 1), "allocation_info") = fb::Value{};
+    }));
+    EXPECT_TRUE(f->ok()) << st << f->report().findings().front().ToString();
+  }
+  auto g = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    F(ValTable(p, 1), "scalar_type") = fb::ScalarValue(reflection::Byte, 30);  // Undefined
+  }));
+  EXPECT_TRUE(HasError(g->report(), "bad-enum", At(g->file(), TValue(*g, 1)->val())));
+}
+
+TEST(ReaderRuntime, PlanFieldsTheRuntimeRequires) {
+  for (const char* field : {"values", "non_const_buffer_sizes", "inputs", "outputs", "delegates"}) {
+    auto f = Pte(EditPte(Arduino(), [&](fb::Table& p) { F(Plan0(p), field) = fb::Value{}; }));
+    ASSERT_TRUE(f->program()) << field;
+    EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), TPlan(*f)))) << field;
+  }
+}
+
+TEST(ReaderRuntime, MethodWithoutChains) {
+  // ExecuTorch's serializer writes an empty method like this; Method::init says "No chains".
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) { F(Plan0(p), "chains") = fb::OffsetVector({}, reflection::Obj); }));
+  EXPECT_TRUE(HasError(f->report(), "no-chains", At(f->file(), TPlan(*f))));
+  auto g = Pte(EditPte(Arduino(), [](fb::Table& p) { F(Plan0(p), "chains") = fb::Value{}; }));
+  EXPECT_TRUE(HasError(g->report(), "no-chains", At(g->file(), TPlan(*g))));
+}
+
+TEST(ReaderRuntime, ChainWithoutInstructions) {
+  auto f =
+      Pte(EditPte(Arduino(), [](fb::Table& p) { F(Elem(F(Plan0(p), "chains"), 0), "instructions") = fb::Value{}; }));
+  EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), TPlan(*f)->chains()->Get(0))));
+}
+
+TEST(ReaderRuntime, ValueOfTypeNone) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    F(Value(p, 3), "val_type") = fb::UIntValue(reflection::UType, 0);
+    F(Value(p, 3), "val") = fb::Value{};
+  }));
+  EXPECT_TRUE(HasError(f->report(), "null-value", At(f->file(), TValue(*f, 3))));
+}
+
+TEST(ReaderRuntime, KernelCallWithoutArgs) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    fb::Table& ins = Elem(F(Elem(F(Plan0(p), "chains"), 0), "instructions"), 0);
+    F(*F(ins, "instr_args").table, "args") = fb::Value{};
+  }));
+  const auto* k = TPlan(*f)->chains()->Get(0)->instructions()->Get(0)->instr_args_as_KernelCall();
+  EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), k)));
+}
+
+TEST(ReaderRuntime, OperatorNameTooLongForTheRuntime) {
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    F(Elem(F(Plan0(p), "operators"), 0), "name") = fb::StringValue("aten::" + std::string(90, 'a'));  // + ".out"
+  }));
+  EXPECT_TRUE(HasError(f->report(), "operator-name-too-long", At(f->file(), TPlan(*f)->operators()->Get(0))));
+}
+
+TEST(ReaderRuntime, ListsWithoutItemsOrWithBadItems) {
+  auto list = [](fb::Table& p, const char* type, uint8_t tag, fb::Value items) {
+    auto t = prog::New(type);
+    if (items.present()) F(*t, "items") = std::move(items);
+    F(Value(p, 3), "val_type") = fb::UIntValue(reflection::UType, tag);
+    F(Value(p, 3), "val") = fb::TableValue(t);
+  };
+  // KernelTypes: IntList 7, TensorList 10, OptionalTensorList 11.
+  auto a = Pte(EditPte(Arduino(), [&](fb::Table& p) { list(p, "IntList", 7, fb::Value{}); }));
+  EXPECT_TRUE(HasError(a->report(), "missing-list", At(a->file(), TValue(*a, 3))));
+  auto b = Pte(EditPte(Arduino(), [&](fb::Table& p) {
+    list(p, "IntList", 7, fb::ScalarVectorOf<int64_t>(reflection::Long, {0, 9}));
+  }));
+  EXPECT_TRUE(HasError(b->report(), "index-out-of-range", At(b->file(), TValue(*b, 3)->val_as_IntList()->items())));
+  // Value 3 is an input argument of the kernel, not a method input: a TensorList of value 0.
+  auto c = Pte(EditPte(Arduino(), [&](fb::Table& p) {
+    list(p, "TensorList", 10, fb::ScalarVectorOf<int32_t>(reflection::Int, {0, 3}));
+  }));
+  EXPECT_TRUE(HasError(c->report(), "bad-list-item", At(c->file(), TValue(*c, 3)->val_as_TensorList()->items())));
+  auto e = Pte(EditPte(Arduino(), [&](fb::Table& p) {
+    list(p, "OptionalTensorList", 11, fb::ScalarVectorOf<int32_t>(reflection::Int, {-1, 0, 1}));
+  }));
+  EXPECT_TRUE(e->ok()) << e->report().findings().front().ToString();
+}
+
+TEST(ReaderRuntime, ForwardReferenceInATensorList) {
+  // The runtime parses values in order: value 0 made a TensorList of value 1 refers to a value not yet parsed.
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    auto t = prog::New("TensorList");
+    F(*t, "items") = fb::ScalarVectorOf<int32_t>(reflection::Int, {1});
+    F(Value(p, 0), "val_type") = fb::UIntValue(reflection::UType, 10);
+    F(Value(p, 0), "val") = fb::TableValue(t);
+  }));
+  EXPECT_TRUE(HasError(f->report(), "forward-reference", At(f->file(), TValue(*f, 0)->val_as_TensorList()->items())));
+}
+
+TEST(ReaderRuntime, MethodInputThatIsAList) {
+  // MethodMeta::input_tag knows Null, Int, Double, Bool, String and Tensor only.
+  auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
+    auto t = prog::New("IntList");
+    F(*t, "items") = fb::ScalarVectorOf<int64_t>(reflection::Long, {});
+    F(Value(p, 3), "val_type") = fb::UIntValue(reflection::UType, 7);
+    F(Value(p, 3), "val") = fb::TableValue(t);
+    F(Plan0(p), "inputs") = fb::ScalarVectorOf<int32_t>(reflection::Int, {3});
+  }));
+  EXPECT_TRUE(HasError(f->report(), "bad-io-type", At(f->file(), TPlan(*f)->inputs())));
+}
+
+TEST(ReaderRuntime, NamedDataWithoutSegmentsList) {
+  // PteDataMap::create refuses named_data without segments (an empty named_data list suffices).
+  auto f = Pte(EditPte(ReadFile(FixturePath("add.pte")), [](fb::Table& p) {
+    F(p, "named_data") = fb::OffsetVector({}, reflection::Obj);
+    F(p, "segments") = fb::Value{};
+    F(p, "constant_segment") = fb::Value{};
+  }));
+  EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), f->program())));
+}
+
+TEST(ReaderRuntime, ShorterThanTheRuntimesHeadRead) {
+  // A headerless program of 48 bytes is refused before it is parsed: Program::load reads 64 bytes first.
+  Buf b = ReadFile(FixturePath("add.pte"));
+  auto f = Pte(Buf(b.begin(), b.begin() + 48));
+  EXPECT_TRUE(HasError(f->report(), "truncated", 48));
+}
+
+TEST(ReaderRuntime, ConstantBufferPathIsAWarning) {
+  auto f = PteFile::Open(FixturePath("module_linear_no_constant_segment.pte"));
+  EXPECT_TRUE(f->ok());
+  EXPECT_TRUE(f->report().Has("deprecated-constant-buffer"));
+  EXPECT_FALSE(PteFile::Open(FixturePath("arduino_add.pte"))->report().Has("deprecated-constant-buffer"));
+}
+
+TEST(ReaderRuntime, CompileSpecWithoutValue) {
+  auto f = Pte(EditPte(ReadFile(FixturePath("stories260k_qnn.pte")), [](fb::Table& p) {
+    fb::Table& dl = Elem(F(Plan0(p), "delegates"), 0);
+    auto spec = prog::New("CompileSpec");
+    F(*spec, "key") = fb::StringValue("k");
+    F(dl, "compile_specs") = fb::OffsetVector({fb::TableValue(spec)}, reflection::Obj);
+  }));
+  EXPECT_TRUE(
+      HasError(f->report(), "missing-field", At(f->file(), TPlan(*f)->delegates()->Get(0)->compile_specs()->Get(0))));
+}
+
+// ---- .ptd, as FlatTensorDataMap reads it (no verifier: it crashes where we report)
+
+Buf Xor() { return ReadFile(FixturePath("xor.ptd")); }
+
+TEST(ReaderRuntimePtd, NoSegmentsList) {
+  auto f = Ptd(EditPtd(Xor(), [](fb::Table& t) { PtdF(t, "segments") = fb::Value{}; }));
+  EXPECT_TRUE(HasError(f->report(), "missing-field", LoadU32(f->file().data)));
+}
+
+TEST(ReaderRuntimePtd, TensorLayoutWithoutSizesOrDimOrder) {
+  for (const char* field : {"sizes", "dim_order"}) {
+    auto f = Ptd(EditPtd(Xor(), [&](fb::Table& t) {
+      PtdF(*PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table, field) = fb::Value{};
+    }));
+    const auto* tl = f->flat_tensor()->named_data()->Get(0)->tensor_layout();
+    EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), tl))) << field;
+  }
+}
+
+TEST(ReaderRuntimePtd, TensorLayoutDimOrder) {
+  auto f = Ptd(EditPtd(Xor(), [](fb::Table& t) {
+    PtdF(*PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table, "dim_order") =
+        fb::ScalarVectorOf<uint8_t>(reflection::UByte, {0});
+  }));
+  const auto* tl = f->flat_tensor()->named_data()->Get(0)->tensor_layout();
+  ASSERT_NE(tl->sizes()->size(), 1u);
+  EXPECT_TRUE(HasError(f->report(), "dim-order-mismatch", At(f->file(), tl)));
+  auto g = Ptd(EditPtd(Xor(), [](fb::Table& t) {
+    auto& tl = *PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table;
+    std::vector<uint8_t> dims(PtdF(tl, "sizes").scalars.size / 4, 0);
+    PtdF(tl, "dim_order") = fb::ScalarVectorOf<uint8_t>(reflection::UByte, dims);
+  }));
+  const auto* tl2 = g->flat_tensor()->named_data()->Get(0)->tensor_layout();
+  EXPECT_TRUE(HasError(g->report(), "bad-dim-order", At(g->file(), tl2)));
+}
+
+TEST(ReaderRuntimePtd, LegacyLayoutIsAnErrorUnlessAllowed) {
+  ReadOptions strict;
+  strict.allow_legacy_ptd = false;
+  auto f = PtdFile::Open(FixturePath("linear.ptd"), strict);
+  EXPECT_TRUE(HasError(f->report(), "legacy-format", LoadU32(f->file().data)));
+  EXPECT_TRUE(PtdFile::Open(FixturePath("linear.ptd"))->ok());
+}
+
+// ---- a program and its .ptd files together (validateTensorLayout, MergedDataMap)
+
+const efb::Tensor* ExternalTensor(const PteFile& f, const std::string& key) {
+  for (const auto* plan : *f.program()->execution_plan()) {
+    for (const auto* v : *plan->values()) {
+      const auto* t = v->val_as_Tensor();
+      if (t && t->extra_tensor_info() && t->extra_tensor_info()->fully_qualified_name() &&
+          t->extra_tensor_info()->fully_qualified_name()->str() == key)
+        return t;
+    }
+  }
+  return nullptr;
+}
+
+// xor.ptd holds net.linear.weight FLOAT[2, 2] etc. [ptd]; a .ptd whose first entry changed.
+TEST(ReaderRuntimeExternal, LayoutMismatches) {
+  auto ptd0 = Ptd(Xor());
+  const std::string key = ptd0->entries().at(0).key;
+  struct Case {
+    const char* what;
+    std::function<void(fb::Table&)> edit;
+    const char* code;
+  };
+  std::vector<Case> cases = {
+      {"dtype", [](fb::Table& tl) { PtdF(tl, "scalar_type") = fb::ScalarValue(reflection::Byte, 7); },
+       "external-layout-mismatch"},
+      {"shape",
+       [](fb::Table& tl) {
+         std::vector<int32_t> sizes(PtdF(tl, "sizes").scalars.size / 4, 1);
+         PtdF(tl, "sizes") = fb::ScalarVectorOf<int32_t>(reflection::Int, sizes);
+       },
+       "external-layout-mismatch"},
+      {"no layout", nullptr, "external-layout-missing"},
+  };
+  auto pte = PteFile::Open(FixturePath("xor.pte"));
+  ASSERT_TRUE(pte->ok());
+  for (const Case& c : cases) {
+    auto ptd = Ptd(EditPtd(Xor(), [&](fb::Table& t) {
+      auto& e = Elem(PtdF(t, "named_data"), 0);
+      if (c.edit)
+        c.edit(*PtdF(e, "tensor_layout").table);
+      else
+        PtdF(e, "tensor_layout") = fb::Value{};
+    }));
+    auto p = PteFile::Open(FixturePath("xor.pte"));
+    p->CheckExternalKeys({ptd.get()});
+    const efb::Tensor* t = ExternalTensor(*p, key);
+    ASSERT_NE(t, nullptr);
+    uint64_t off =
+        std::string(c.code) == "external-layout-missing" ? At(p->file(), t->extra_tensor_info()) : At(p->file(), t);
+    EXPECT_TRUE(HasError(p->report(), c.code, off)) << c.what;
+  }
+  auto ok = PteFile::Open(FixturePath("xor.pte"));
+  ok->CheckExternalKeys({ptd0.get()});
+  EXPECT_TRUE(ok->ok());
+}
+
+TEST(ReaderRuntimeExternal, ByteSizeDiffers) {
+  // [ptd] net.linear.bias FLOAT[10] is segment 1 (offset 80, 40 bytes; the next starts at 128):
+  // 44 bytes still fit in the file, but no longer match the .pte's 40-byte tensor.
+  auto ptd = Ptd(EditPtd(Xor(), [](fb::Table& t) {
+    auto& s = Elem(PtdF(t, "segments"), 1);
+    PtdF(s, "size") = fb::UIntValue(reflection::ULong, 44);
+  }));
+  ASSERT_TRUE(ptd->ok());
+  auto p = PteFile::Open(FixturePath("xor.pte"));
+  p->CheckExternalKeys({ptd.get()});
+  const efb::Tensor* t = ExternalTensor(*p, "net.linear.bias");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(HasError(p->report(), "external-size-mismatch", At(p->file(), t)));
+}
+
+TEST(ReaderRuntimeExternal, SameKeyInTwoPtdFiles) {
+  auto a = PtdFile::Open(FixturePath("xor.ptd"));
+  auto b = PtdFile::Open(FixturePath("xor.ptd"));
+  auto p = PteFile::Open(FixturePath("xor.pte"));
+  p->CheckExternalKeys({a.get(), b.get()});
+  EXPECT_TRUE(HasError(p->report(), "duplicate-key", std::nullopt));
+}
 
 }  // namespace
 }  // namespace ptepack
