@@ -168,6 +168,32 @@ void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& 
   drop_backups();
 }
 
+namespace {
+
+// "a directory", "a FIFO" or "a special file", for messages about st_mode.
+const char* FileKind(mode_t mode) {
+  return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : "a special file";
+}
+
+// Opens a regular file for reading and fills `st`; refuses anything else
+// without blocking (O_NONBLOCK: opening a FIFO must not wait for a writer).
+int OpenRegularFile(const std::string& path, struct stat& st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) ThrowErrno("open-failed", "cannot open file", path);
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    ThrowErrno("open-failed", "cannot stat file", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    ThrowErrorAt("not-regular-file", path,
+                 std::string("not a regular file (") + FileKind(st.st_mode) + "); ptepack reads only regular files");
+  }
+  return fd;
+}
+
+}  // namespace
+
 void CheckOutputPath(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;  // does not exist yet
@@ -181,32 +207,13 @@ void CheckOutputPath(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ThrowErrorAt("output-not-regular", path,
-                 std::string("output exists and is not a regular file (") +
-                     (S_ISDIR(st.st_mode)    ? "a directory"
-                      : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                             : "a special file") +
-                     ")");
+                 std::string("output exists and is not a regular file (") + FileKind(st.st_mode) + ")");
   }
 }
 
 std::string ReadSmallFile(const std::string& path, uint64_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) ThrowErrno("open-failed", "cannot open file", path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    ThrowErrno("open-failed", "cannot stat file", path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    ThrowErrorAt("not-regular-file", path,
-                 std::string("not a regular file (") +
-                     (S_ISDIR(st.st_mode)    ? "a directory"
-                      : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                             : "a special file") +
-                     "); ptepack reads only regular files");
-  }
+  int fd = OpenRegularFile(path, st);
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
     ThrowErrorAt("file-too-large", path,
@@ -288,23 +295,8 @@ bool Bytes::Equals(const Bytes& o) const {
 }
 
 std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) ThrowErrno("open-failed", "cannot open file", path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    ThrowErrno("open-failed", "cannot stat file", path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    ThrowErrorAt("not-regular-file", path,
-                 std::string("not a regular file (") +
-                     (S_ISDIR(st.st_mode)    ? "a directory"
-                      : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                             : "a special file") +
-                     "); ptepack reads only regular files");
-  }
+  int fd = OpenRegularFile(path, st);
   std::shared_ptr<MappedFile> m(new MappedFile());
   m->path_ = path;
   m->size_ = static_cast<size_t>(st.st_size);
