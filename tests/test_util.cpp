@@ -65,9 +65,7 @@ std::vector<std::string> PteFixtures() {
   return out;
 }
 
-namespace {
-
-std::string Quote(const std::string& s) {
+std::string ShellQuote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
     if (c == '\'') {
@@ -79,16 +77,14 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-}  // namespace
-
 RunResult RunCli(const std::vector<std::string>& args) {
   static int counter = 0;
   // The pid keeps parallel test processes (ctest -j) out of each other's way.
   std::string err_path =
       TempDir("cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)) + "/stderr";
-  std::string cmd = Quote(PTEPACK_CLI);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(err_path);
+  std::string cmd = ShellQuote(PTEPACK_CLI);
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  cmd += " 2>" + ShellQuote(err_path);
   RunResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;

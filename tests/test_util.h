@@ -11,6 +11,8 @@ std::vector<uint8_t> ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::vector<uint8_t>& data);
 // A fresh empty directory under the test temp dir.
 std::string TempDir(const std::string& name);
+// s in single quotes for /bin/sh.
+std::string ShellQuote(const std::string& s);
 // What a run of the ptepack CLI printed and returned.
 struct RunResult {
   int exit_code = -1;

@@ -18,18 +18,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
 const char* HarnessPath(OracleBuild build) {
 #ifdef PTEPACK_RUNTIME_ORACLE
   return build == OracleBuild::kOss ? PTEPACK_RUNTIME_ORACLE_OSS : PTEPACK_RUNTIME_ORACLE;
@@ -78,10 +66,10 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
   static std::atomic<int> counter{0};
   const std::string err_dir = ScratchDir("oracle_stderr_" + std::to_string(counter++));
   const std::string err_path = err_dir + "/stderr";
-  std::string cmd = Quote(harness) + " " + Quote(pte);
-  for (const auto& p : ptds) cmd += " --ptd " + Quote(p);
+  std::string cmd = ShellQuote(harness) + " " + ShellQuote(pte);
+  for (const auto& p : ptds) cmd += " --ptd " + ShellQuote(p);
   if (run) cmd += " --run";
-  cmd += " 2>" + Quote(err_path);
+  cmd += " 2>" + ShellQuote(err_path);
   std::string text;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) {
