@@ -115,7 +115,11 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
   }
   if (p->named_data()) {
     for (const auto* nd : *p->named_data()) {
-      if (nd->key()) role[nd->segment_index()] = "named data \"" + nd->key()->str() + "\"";
+      if (!nd->key()) continue;
+      // One segment can hold the data of several keys: name them all.
+      auto& r = role[nd->segment_index()];
+      const bool more = r.rfind("named data ", 0) == 0;
+      r = (more ? r + ", \"" : "named data \"") + nd->key()->str() + "\"";
     }
   }
 

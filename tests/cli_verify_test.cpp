@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "serialize/program_builder.h"
+#include "serialize/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {
@@ -121,6 +123,35 @@ TEST(CliVerifyData, InspectJsonGivesEachExternalTensorAndItsEntry) {
     EXPECT_EQ(e["ptd_entry"]["bytes"], 80);
   }
   EXPECT_TRUE(seen);
+}
+
+TEST(CliVerifyFlags, AlignmentsMustBePowersOfTwo) {
+  for (const char* flag : {"--segment-alignment", "--tensor-alignment"}) {
+    RunResult r = RunCli({"verify", FixturePath("add.pte"), flag, "100"});
+    EXPECT_EQ(r.exit_code, 2) << flag << r.err;
+    EXPECT_TRUE(Contains(r.err, std::string(flag) + ": must be a power of two (found 100)")) << r.err;
+    EXPECT_EQ(RunCli({"verify", FixturePath("add.pte"), flag, "64"}).exit_code, 0) << flag;
+  }
+}
+
+TEST(CliInspect, SegmentSharedByTwoNamedDataKeysNamesBoth) {
+  // Equal blobs are stored once (ExecuTorch's NamedDataStore does the same): two keys, one segment.
+  ProgramBuilder b;
+  auto& g = b.AddMethod("get_size");
+  g.Outputs({static_cast<int32_t>(g.Int(42))});
+  std::vector<uint8_t> blob(100, 7);
+  b.AddNamedData("first", Bytes::Copy(blob.data(), blob.size()));
+  b.AddNamedData("second", Bytes::Copy(blob.data(), blob.size()));
+  const std::string path = TempDir("cli_inspect_shared_named") + "/p.pte";
+  WritePackage(b.Build(), BackendConfig{}, path);
+  RunResult r = RunCli({"inspect", path, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  ASSERT_EQ(d["named_data"].size(), 2u);
+  EXPECT_EQ(d["named_data"][0]["segment"], d["named_data"][1]["segment"]);
+  const auto seg = d["named_data"][0]["segment"].get<size_t>();
+  ASSERT_LT(seg, d["segments"].size());
+  EXPECT_EQ(d["segments"][seg]["role"], "named data \"first\", \"second\"");
 }
 
 }  // namespace
