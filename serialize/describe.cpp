@@ -235,8 +235,10 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
                     {"offset", s.offset},
                     {"file_offset", s.file_offset},
                     {"size", s.size},
-                    {"alignment", AlignmentOf(s.file_offset)},
                     {"role", role.count(i) ? role[i] : "unreferenced"}});
+    // The largest power of two dividing the offset (none for offset 0); the
+    // alignment the file was written with is the inferred config's.
+    if (s.file_offset != 0) segs.back()["alignment"] = AlignmentOf(s.file_offset);
   }
   d["segments"] = segs;
 
@@ -422,11 +424,29 @@ std::string RenderPteText(const json& d) {
       o << "\n";
     }
   }
+  if (d.contains("config")) {
+    const auto& cfg = d["config"];
+    if (cfg.contains("segment_alignment")) {
+      auto opt = [](const nlohmann::json& v) { return v.is_null() ? std::string("default") : v.dump(); };
+      o << "written with: segment alignment " << cfg["segment_alignment"].get<uint64_t>()
+        << ", constant tensor alignment " << opt(cfg["constant_tensor_alignment"]) << ", delegate alignment "
+        << opt(cfg["delegate_alignment"]) << ", delegate segments "
+        << (cfg["extract_delegate_segments"].get<bool>() ? "extracted" : "inline") << ", flatbuffer order "
+        << cfg["flatbuffer_order"].get<std::string>()
+        << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
+    } else {
+      o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
+    }
+  }
   o << "segments (" << d["segments"].size() << "):\n";
   for (const auto& s : d["segments"]) {
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
-      << s["size"].get<uint64_t>() << ", aligned to " << s["alignment"].get<uint64_t>() << ": "
-      << s["role"].get<std::string>() << "\n";
+      << s["size"].get<uint64_t>();
+    if (s.contains("aligned")) {
+      o << (s["aligned"].get<bool>() ? ", aligned" : ", NOT aligned") << " to the segment alignment "
+        << s["segment_alignment"].get<uint64_t>();
+    }
+    o << ": " << s["role"].get<std::string>() << "\n";
   }
   const auto& c = d["constants"];
   o << "constants: " << c["storage"].get<std::string>() << ", " << c["count"].get<uint64_t>() << " buffer(s), "
@@ -439,8 +459,8 @@ std::string RenderPteText(const json& d) {
   for (const auto& b : c["buffers"]) {
     o << "  buffer " << b["index"].get<uint64_t>() << ": " << b["nbytes"].get<uint64_t>() << " bytes";
     if (b.contains("file_offset")) {
-      o << " at file offset " << b["file_offset"].get<uint64_t>() << " (aligned to " << b["alignment"].get<uint64_t>()
-        << ")";
+      o << " at file offset " << b["file_offset"].get<uint64_t>() << " (a multiple of "
+        << b["alignment"].get<uint64_t>() << ")";
     }
     if (b["tensors"].get<int>() > 1) o << ", shared by " << b["tensors"].get<int>() << " tensors";
     o << "\n";
@@ -486,7 +506,7 @@ std::string RenderPtdText(const json& d) {
   o << "segments (" << d["segments"].size() << "):\n";
   for (const auto& s : d["segments"]) {
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
-      << s["size"].get<uint64_t>() << ", aligned to " << s["alignment"].get<uint64_t>() << "\n";
+      << s["size"].get<uint64_t>() << ", offset a multiple of " << s["alignment"].get<uint64_t>() << "\n";
   }
   o << "entries (" << d["entries"].size() << "):\n";
   for (const auto& e : d["entries"]) {

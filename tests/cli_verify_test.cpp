@@ -154,5 +154,47 @@ TEST(CliInspect, SegmentSharedByTwoNamedDataKeysNamesBoth) {
   EXPECT_EQ(d["segments"][seg]["role"], "named data \"first\", \"second\"");
 }
 
+TEST(CliInspect, SaysTheSegmentAlignmentTheFileWasWrittenWith) {
+  // keyword_spotting.pte: eh00 header says program_size 14904, segment_base_offset 14976 (read with
+  // python struct at offset 12), one constant segment, ExecuTorch's default segment alignment 128.
+  // Repacked at 256 the base is 14904 rounded up to 256 = 15104 (0x3B00), which is not a multiple of
+  // 512: the only alignment that reproduces it is 256 (the largest power of two dividing 15104).
+  RunResult r = RunCli({"inspect", FixturePath("keyword_spotting.pte"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["config"]["segment_alignment"], 128);
+  EXPECT_EQ(d["config"]["reproduces_file_exactly"], true);
+  for (const auto& s : d["segments"]) EXPECT_EQ(s["aligned"], true) << s.dump();
+
+  const std::string out = TempDir("cli_inspect_written_with") + "/k256.pte";
+  ASSERT_EQ(
+      RunCli({"repack", FixturePath("keyword_spotting.pte"), "--segment-alignment", "256", "-q", "-o", out}).exit_code,
+      0);
+  r = RunCli({"inspect", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "written with: segment alignment 256,")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "file offset 15104, size 39216, aligned to the segment alignment 256: constants"))
+      << r.out;
+  EXPECT_FALSE(Contains(r.out, "NOT aligned")) << r.out;
+}
+
+TEST(CliInspect, EmptySegmentAtOffsetZeroHasNoMadeUpAlignment) {
+  // add.pte has no extended header and one empty constant segment: offset 0, size 0.
+  RunResult r = RunCli({"inspect", FixturePath("add.pte"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  ASSERT_EQ(d["segments"].size(), 1u);
+  EXPECT_EQ(d["segments"][0]["file_offset"], 0);
+  EXPECT_FALSE(d["segments"][0].contains("alignment")) << d["segments"][0].dump();
+  EXPECT_FALSE(Contains(RunCli({"inspect", FixturePath("add.pte")}).out, "9223372036854775808"));
+}
+
+TEST(CliInspect, ConfigNotInferredSaysWhy) {
+  // A program whose external tensors' data is not given cannot be restored: say so, do not guess.
+  RunResult r = RunCli({"inspect", FixturePath("xor.pte")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "written with: ")) << r.out;
+}
+
 }  // namespace
 }  // namespace ptepack

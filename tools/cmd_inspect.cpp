@@ -5,6 +5,7 @@
 #include "config/backend_config.h"
 #include "serialize/checksum.h"
 #include "serialize/describe.h"
+#include "serialize/package.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
 #include "tools/commands.h"
@@ -122,6 +123,28 @@ void NoteUncheckedExternal(PteFile& pte) {
                             std::nullopt, "--ptd FILE.ptd", "no .ptd");
 }
 
+// The config the file was written with, as `repack` infers it, and whether
+// each segment starts where that segment alignment puts it. Where it cannot
+// be inferred (invalid file, external data not given) the reason is said.
+void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+  uint64_t segment_alignment = 0;
+  try {
+    if (!pte.ok()) throw Error("invalid", "the file has errors");
+    Package pkg = PackageFromPte(pte, ptds);
+    InferredConfig inf = InferConfig(pte, pkg, ptds);
+    d["config"] = inf.config.ToJson();
+    d["config"]["reproduces_file_exactly"] = inf.exact;
+    segment_alignment = inf.config.segment_alignment;
+  } catch (const Error& e) {
+    d["config"] = {{"inferred", false}, {"reason", e.finding().message}};
+  }
+  if (segment_alignment == 0 || !d.contains("segments")) return;
+  for (auto& s : d["segments"]) {
+    s["segment_alignment"] = segment_alignment;
+    s["aligned"] = s["file_offset"].get<uint64_t>() % segment_alignment == 0;
+  }
+}
+
 }  // namespace
 
 bool IsPtdFile(const std::string& path) {
@@ -145,6 +168,7 @@ void RegisterInspect(CLI::App& app) {
     Loaded l = Load(o->file, o->ptds, ro);
     nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
     if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
+    if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
     if (o->json) {
       std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
