@@ -18,12 +18,6 @@
 namespace ptepack::testing {
 namespace {
 
-std::vector<uint8_t> Floats(const std::vector<float>& v) {
-  std::vector<uint8_t> out(v.size() * sizeof(float));
-  std::memcpy(out.data(), v.data(), out.size());
-  return out;
-}
-
 // Methods "a" and "b" each hold one constant with the same six floats, as [2,3] and as [3,2]
 // (stored once in the program); names given as `name_a` / `name_b` ("" = unnamed).
 Package SharedBytesProgram(const std::string& name_a, const std::string& name_b) {

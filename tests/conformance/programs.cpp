@@ -11,12 +11,6 @@
 namespace ptepack::testing {
 namespace {
 
-std::vector<uint8_t> Floats(const std::vector<float>& v) {
-  std::vector<uint8_t> out(v.size() * sizeof(float));
-  std::memcpy(out.data(), v.data(), out.size());
-  return out;
-}
-
 std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> out(n);
   for (size_t i = 0; i < n; i++) out[i] = static_cast<uint8_t>(seed + i * 31 + (i >> 8));
@@ -26,6 +20,12 @@ std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
 Bytes Own(const std::vector<uint8_t>& v) { return Bytes::Own(v); }
 
 }  // namespace
+
+std::vector<uint8_t> Floats(const std::vector<float>& v) {
+  std::vector<uint8_t> out(v.size() * sizeof(float));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
 
 std::string Xxh64Hex(const std::vector<uint8_t>& bytes) {
   char buf[17];

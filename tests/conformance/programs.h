@@ -36,6 +36,9 @@ BuiltProgram AffineProgram();
 // named blob in the .pte and a constant. Loads; not executable (the backends are stubs).
 BuiltProgram DelegateProgram();
 
+// The little-endian bytes of float values.
+std::vector<uint8_t> Floats(const std::vector<float>& v);
+
 // XXH64 (seed 0) as the harness prints it.
 std::string Xxh64Hex(const std::vector<uint8_t>& bytes);
 
