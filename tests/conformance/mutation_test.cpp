@@ -1,7 +1,8 @@
 // Differential mutation test (issue 17 item 4): "verify accepts => ExecuTorch's runtime accepts".
 //
-// Deterministic mutants of every real .pte fixture (with its .ptd where it has one) and of
-// xor.ptd: bit flips, interesting integers written over header fields and 4-byte words of the
+// Deterministic mutants of every real .pte fixture (with its .ptd where it has one), of two
+// programs of ours (ProgramBuilder's delegate program, and its affine program split into a .ptd)
+// and of the .ptd files: bit flips, interesting integers written over header fields and 4-byte words of the
 // flatbuffer (offsets, vtable entries, scalar fields, segment offsets and sizes), truncation,
 // and splices of another fixture's bytes. For each mutant, ptepack's verdict (the library, as
 // `verify` decides without --strict) against the runtime's (the oracle harness as a subprocess:
@@ -29,8 +30,10 @@
 #include <vector>
 
 #include "conformance/oracle_runner.h"
+#include "conformance/programs.h"
 #include "serialize/ptd_reader.h"
 #include "serialize/pte_reader.h"
+#include "serialize/pte_writer.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -76,10 +79,10 @@ struct Mutant {
 };
 
 Mutant Make(std::mt19937_64& rng, const std::vector<Buf>& ptes, const std::vector<Buf>& ptds) {
-  const size_t si = rng() % Seeds().size();
+  const size_t si = rng() % ptes.size();
   Mutant m;
   m.pte = ptes[si];
-  m.has_ptd = !Seeds()[si].ptd.empty();
+  m.has_ptd = !ptds[si].empty();
   if (m.has_ptd) m.ptd = ptds[si];
   // One in five mutants changes the .ptd (when there is one), the rest the .pte.
   m.ptd_mutated = m.has_ptd && rng() % 5 == 0;
@@ -191,6 +194,19 @@ TEST(Mutation, VerifyAcceptsImpliesRuntimeLoads) {
     ptds.push_back(s.ptd.empty() ? Buf{} : testing::ReadFile(testing::FixturePath(s.ptd)));
   }
   const std::string dir = testing::TempDir("mutation");
+  // Our own programs too: the builder's delegate program, and its affine program with the
+  // constants split into a .ptd (current FlatTensor layout, written by ptepack).
+  {
+    WritePackage(testing::DelegateProgram().package, BackendConfig{}, dir + "/seed_delegates.pte");
+    BackendConfig split;
+    split.external_constants = true;
+    split.external_tag = "seed_weights";
+    WritePackage(testing::AffineProgram().package, split, dir + "/seed_affine.pte");
+    ptes.push_back(testing::ReadFile(dir + "/seed_delegates.pte"));
+    ptds.push_back(Buf{});
+    ptes.push_back(testing::ReadFile(dir + "/seed_affine.pte"));
+    ptds.push_back(testing::ReadFile(dir + "/seed_weights.ptd"));
+  }
   const std::string pte_path = dir + "/m.pte", ptd_path = dir + "/m.ptd";
   std::mt19937_64 rng(20261203);
   size_t both_ok = 0, both_reject = 0, stricter = 0, missed = 0, runtime_crashes = 0, too_big = 0;
