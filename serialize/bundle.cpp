@@ -304,12 +304,7 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
   if (!dctx) throw std::bad_alloc();
   CheckZstd(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kLongWindowLog), bundle, "window limit");
   WritingScope writing;
-  struct Staged {
-    std::vector<std::pair<std::string, std::string>> files;  // staging name, target
-    ~Staged() {
-      for (const auto& f : files) ::unlink(f.first.c_str());
-    }
-  } staged;
+  StagedFiles staged;
   std::vector<std::unique_ptr<AtomicFile>> outs;
   std::vector<std::string> written;
   std::vector<uint8_t> ibuf(ZSTD_DStreamInSize() * 8), obuf(ZSTD_DStreamOutSize() * 8);
@@ -318,9 +313,9 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
     CheckOutputPath(p);
     AtomicFile::Options ao{{bundle}, false};
     ao.replaces = p;
-    const std::string staged_name = p + ".tmp-staged-" + std::to_string(::getpid());
+    const std::string staged_name = StagedFiles::NameFor(p);
     outs.push_back(std::make_unique<AtomicFile>(staged_name, ao));
-    staged.files.emplace_back(staged_name, p);
+    staged.Add(staged_name, p);
     AtomicFile& out = *outs.back();
     CheckZstd(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only), bundle, "reset");
     Xxh3Stream h;
@@ -373,8 +368,7 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
   // Every member is complete and checked: commit them under their staging
   // names, then rename all of them into place, all or nothing.
   for (auto& o : outs) o->Commit();
-  RenameAllOrNothing(staged.files);
-  staged.files.clear();
+  staged.RenameAll();
   return written;
 }
 

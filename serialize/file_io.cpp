@@ -128,6 +128,19 @@ void ReraiseInterrupt() {
 WritingScope::WritingScope() { ++g_writing; }
 WritingScope::~WritingScope() { --g_writing; }
 
+StagedFiles::~StagedFiles() {
+  for (const auto& f : files_) ::unlink(f.first.c_str());
+}
+
+std::string StagedFiles::NameFor(const std::string& target) {
+  return target + ".tmp-staged-" + std::to_string(::getpid());
+}
+
+void StagedFiles::RenameAll() {
+  RenameAllOrNothing(files_);
+  files_.clear();
+}
+
 void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& staged) {
   ThrowIfInterrupted();
   struct Backup {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptepack {
@@ -174,6 +175,30 @@ class AtomicFile {
 // not exist before) and Error("write-failed") is thrown. Backups are removed
 // in every case; staged files that were not renamed are left to the caller.
 void RenameAllOrNothing(const std::vector<std::pair<std::string, std::string>>& staged);
+
+// Outputs written under staging names beside their targets, then renamed
+// into place together (RenameAllOrNothing). Staged files that were not
+// renamed are removed when this goes out of scope (every error path).
+class StagedFiles {
+ public:
+  StagedFiles() = default;
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+  ~StagedFiles();
+  // The staging name of `target`: beside it, so the rename stays on one
+  // filesystem, and never the name of an input.
+  static std::string NameFor(const std::string& target);
+  void Add(std::string staged_name, std::string target) {
+    files_.emplace_back(std::move(staged_name), std::move(target));
+  }
+  // (staging name, target), in the order added.
+  const std::vector<std::pair<std::string, std::string>>& files() const { return files_; }
+  // Renames every staged file into place, all or nothing.
+  void RenameAll();
+
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;
+};
 
 // Outputs that are symbolic links are refused (never followed, never
 // replaced): the message names the link's target. Outputs that exist and are

@@ -1,11 +1,10 @@
 #include "serialize/pte_writer.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <sys/stat.h>
-
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -15,8 +14,8 @@
 #include "layout/dedup.h"
 #include "layout/placement.h"
 #include "serialize/error.h"
-#include "serialize/pte_format.h"
 #include "serialize/ptd_reader.h"
+#include "serialize/pte_format.h"
 #include "serialize/pte_reader.h"
 
 namespace ptepack {
@@ -607,21 +606,16 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   // committing the real targets one after the other could replace the .ptd
   // files and then fail on the .pte (full disk), pairing new data with an
   // old program. The staging names never are inputs.
-  struct Staged {
-    std::vector<std::pair<std::string, std::string>> files;  // staging name, target
-    ~Staged() {
-      for (const auto& f : files) ::unlink(f.first.c_str());
-    }
-  } staged;
+  StagedFiles staged;
   auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
-    std::string name = target + ".tmp-staged-" + std::to_string(::getpid());
+    std::string name = StagedFiles::NameFor(target);
     AtomicFile::Options so;
     so.replaces = target;  // keep the replaced file's mode and owner
     AtomicFile f(name, so);
     write(f);
     uint64_t n = f.offset();
     f.Commit();
-    staged.files.emplace_back(name, target);
+    staged.Add(name, target);
     return n;
   };
   for (const auto& pd : ptds) {
@@ -630,13 +624,13 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   }
   r.pte = {pte_path, stage(pte_path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); })};
   {
-    std::vector<std::pair<std::string, std::string>> staged_ptds(staged.files.begin(), staged.files.end() - 1);
-    CheckStaged(staged_ptds, staged.files.back().first, pte_path);
+    const auto& files = staged.files();
+    std::vector<std::pair<std::string, std::string>> staged_ptds(files.begin(), files.end() - 1);
+    CheckStaged(staged_ptds, files.back().first, pte_path);
   }
   // All or nothing: a failed rename restores the files renamed before it,
   // so new data is never paired with an old program.
-  RenameAllOrNothing(staged.files);
-  staged.files.clear();
+  staged.RenameAll();
   return r;
 }
 
