@@ -3,9 +3,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "serialize/error.h"
-#include "serialize/file_io.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/io/file_io.h"
+#include "serialize/model/spec.h"
 
 namespace ptepack {
 

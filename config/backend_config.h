@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "nlohmann/json_fwd.hpp"
-#include "serialize/fbtree.h"
+#include "serialize/format/fbtree.h"
 
 namespace ptepack {
 

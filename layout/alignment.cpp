@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include "serialize/error.h"
+#include "ptepack/error.h"
 
 namespace ptepack {
 

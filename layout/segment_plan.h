@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "serialize/file_io.h"
+#include "serialize/io/file_io.h"
 
 namespace ptepack {
 

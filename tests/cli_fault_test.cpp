@@ -22,7 +22,7 @@ using testing::RunPtepack;
 using testing::ScopedDir;
 using testing::Snapshot;
 
-std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SCHEMA_DIR) + "/../../testdata/" + rel; }
+std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SOURCE_DIR) + "/testdata/" + rel; }
 
 std::vector<std::pair<std::string, std::string>> ShimEnv(long at, const std::string& mode, const std::string& log) {
   std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "serialize/program_builder.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "serialize/model/program_builder.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/cli_run.h"
 #include "tests/test_util.h"
 
@@ -30,7 +30,7 @@ using testing::RunPtepack;
 using testing::ScopedDir;
 using testing::Slurp;
 
-std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SCHEMA_DIR) + "/../../testdata/" + rel; }
+std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SOURCE_DIR) + "/testdata/" + rel; }
 
 bool HaveFixtures() { return fs::exists(FixturePath("keyword_spotting.pte")); }
 #define NEED_FIXTURES() \

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "serialize/program_builder.h"
-#include "serialize/pte_writer.h"
+#include "serialize/model/program_builder.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {

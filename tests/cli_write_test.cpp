@@ -31,7 +31,7 @@ CliResult Cli(const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SCHEMA_DIR) + "/../../testdata/" + rel; }
+std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SOURCE_DIR) + "/testdata/" + rel; }
 
 TEST(CliWrite, PackBuildsAVerifiedProgramFromASpec) {
   std::string dir = testing::TempDir("cli_pack");

@@ -14,12 +14,12 @@
 
 #include "config/backend_config.h"
 #include "layout/alignment.h"
-#include "serialize/fbtree.h"
-#include "serialize/package.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_format.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "serialize/format/fbtree.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/package.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/fuzz/pipeline.h"
 #include "tests/test_util.h"
 
@@ -1028,7 +1028,7 @@ TEST(HostileCli, RepackWithBadAlignmentWritesNothing) {
 
 // Every input a fuzzer crashed on (testdata/regressions) goes through what
 // the fuzz targets do, and the reader reports the problem it now detects.
-std::string RegressionDir() { return std::string(PTEPACK_SCHEMA_DIR) + "/../../testdata/regressions"; }
+std::string RegressionDir() { return std::string(PTEPACK_SOURCE_DIR) + "/testdata/regressions"; }
 
 TEST(FuzzRegressions, ReplayAll) {
   size_t n = 0;

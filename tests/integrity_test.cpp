@@ -12,14 +12,14 @@
 #include <random>
 #include <sstream>
 
-#include "serialize/bundle.h"
-#include "serialize/checksum.h"
-#include "serialize/error.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_format.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/bundle/bundle.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/checksum.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {

@@ -14,13 +14,13 @@
 #include <random>
 #include <sstream>
 
-#include "serialize/checksum.h"
-#include "serialize/describe.h"
-#include "serialize/error.h"
-#include "serialize/package.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/model/package.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/checksum.h"
+#include "serialize/read/describe.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {

@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "layout/alignment.h"
-#include "serialize/fbtree.h"
-#include "serialize/package.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
+#include "serialize/format/fbtree.h"
+#include "serialize/model/package.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 #include "tests/test_util.h"
 
 namespace ptepack {

@@ -2,10 +2,10 @@
 // config that produced it, write it again and compare bytes.
 #include <gtest/gtest.h>
 
-#include "serialize/package.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "serialize/model/package.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {

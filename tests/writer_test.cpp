@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <set>
 
-#include "serialize/package.h"
-#include "serialize/program_builder.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_format.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/package.h"
+#include "serialize/model/program_builder.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {

@@ -3,11 +3,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "serialize/bundle.h"
-#include "serialize/checksum.h"
-#include "serialize/describe.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
+#include "serialize/bundle/bundle.h"
+#include "serialize/read/checksum.h"
+#include "serialize/read/describe.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {

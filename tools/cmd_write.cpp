@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config/backend_config.h"
-#include "serialize/package.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
-#include "serialize/spec.h"
+#include "serialize/model/package.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "serialize/error.h"
-#include "serialize/file_io.h"
+#include "ptepack/error.h"
+#include "serialize/io/file_io.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {

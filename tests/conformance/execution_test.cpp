@@ -13,10 +13,10 @@
 
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
-#include "serialize/package.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "serialize/model/package.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "test_util.h"
 
 namespace ptepack::testing {

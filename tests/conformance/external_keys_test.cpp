@@ -10,9 +10,9 @@
 
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
-#include "serialize/error.h"
-#include "serialize/program_builder.h"
-#include "serialize/pte_writer.h"
+#include "ptepack/error.h"
+#include "serialize/model/program_builder.h"
+#include "serialize/write/pte_writer.h"
 #include "test_util.h"
 
 namespace ptepack::testing {

@@ -31,9 +31,9 @@
 
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 extern char** environ;

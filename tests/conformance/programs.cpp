@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "serialize/program_builder.h"
+#include "serialize/model/program_builder.h"
 
 namespace ptepack::testing {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "serialize/package.h"
+#include "serialize/model/package.h"
 
 namespace ptepack::testing {
 

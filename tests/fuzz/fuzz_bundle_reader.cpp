@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <string>
 
-#include "serialize/bundle.h"
-#include "serialize/error.h"
+#include "ptepack/error.h"
+#include "serialize/bundle/bundle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string scratch = [] {

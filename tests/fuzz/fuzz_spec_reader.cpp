@@ -9,8 +9,8 @@
 #include <string>
 
 #include "config/backend_config.h"
-#include "serialize/error.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/model/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "serialize/describe.h"
-#include "serialize/error.h"
-#include "serialize/package.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "ptepack/error.h"
+#include "serialize/model/package.h"
+#include "serialize/read/describe.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 
 namespace ptepack::fuzz {
 

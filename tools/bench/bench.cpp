@@ -35,12 +35,12 @@
 #include <string>
 #include <vector>
 
-#include "serialize/checksum.h"
-#include "serialize/describe.h"
-#include "serialize/error.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/checksum.h"
+#include "serialize/read/describe.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "serialize/bundle.h"
+#include "serialize/bundle/bundle.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,12 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "serialize/checksum.h"
-#include "serialize/error.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_format.h"
-#include "serialize/pte_reader.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/checksum.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 
 namespace ptepack {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "config/backend_config.h"
 #include "layout/segment_plan.h"
-#include "serialize/package.h"
+#include "serialize/model/package.h"
 
 namespace ptepack {
 

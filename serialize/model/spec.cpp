@@ -1,4 +1,4 @@
-#include "serialize/spec.h"
+#include "serialize/model/spec.h"
 
 #include <flatbuffers/idl.h>
 
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "serialize/error.h"
-#include "serialize/pte_reader.h"
+#include "ptepack/error.h"
+#include "serialize/read/pte_reader.h"
 
 namespace ptepack::schema {
 extern const uint8_t k_program_bfbs[];

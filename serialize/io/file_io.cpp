@@ -1,4 +1,4 @@
-#include "serialize/file_io.h"
+#include "serialize/io/file_io.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "serialize/error.h"
+#include "ptepack/error.h"
 
 namespace ptepack {
 namespace {

@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "layout/dedup.h"
-#include "serialize/package.h"
+#include "serialize/model/dedup.h"
+#include "serialize/model/package.h"
 
 namespace ptepack {
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "serialize/file_io.h"
+#include "serialize/io/file_io.h"
 
 namespace ptepack {
 

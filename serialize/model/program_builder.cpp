@@ -1,7 +1,7 @@
-#include "serialize/program_builder.h"
+#include "serialize/model/program_builder.h"
 
-#include "serialize/error.h"
-#include "serialize/pte_format.h"
+#include "ptepack/error.h"
+#include "serialize/format/pte_format.h"
 
 namespace ptepack {
 

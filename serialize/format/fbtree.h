@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "flatbuffers/reflection.h"
-#include "serialize/file_io.h"
+#include "serialize/io/file_io.h"
 
 namespace ptepack::fb {
 

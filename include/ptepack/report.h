@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "serialize/error.h"
+#include "ptepack/error.h"
 
 namespace ptepack {
 

@@ -1,4 +1,4 @@
-#include "serialize/pte_writer.h"
+#include "serialize/write/pte_writer.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,12 +11,12 @@
 #include <set>
 
 #include "layout/alignment.h"
-#include "layout/dedup.h"
-#include "layout/placement.h"
-#include "serialize/error.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_format.h"
-#include "serialize/pte_reader.h"
+#include "ptepack/error.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/dedup.h"
+#include "serialize/model/placement.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 
 namespace ptepack {
 

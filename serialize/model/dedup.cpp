@@ -1,6 +1,6 @@
-#include "layout/dedup.h"
+#include "serialize/model/dedup.h"
 
-#include "serialize/checksum.h"
+#include "serialize/read/checksum.h"
 
 namespace ptepack {
 

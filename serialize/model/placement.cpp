@@ -1,11 +1,11 @@
-#include "layout/placement.h"
+#include "serialize/model/placement.h"
 
 #include <map>
 #include <set>
 
-#include "layout/dedup.h"
-#include "serialize/error.h"
-#include "serialize/pte_format.h"
+#include "ptepack/error.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/dedup.h"
 
 namespace ptepack {
 

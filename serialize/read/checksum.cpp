@@ -1,4 +1,4 @@
-#include "serialize/checksum.h"
+#include "serialize/read/checksum.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,10 +14,10 @@
 #include <set>
 #include <sstream>
 
-#include "serialize/error.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/spec.h"
+#include "ptepack/error.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 
 // libxxhash's runtime-dispatched XXH3 (x86 builds have it, see
 // xxh_x86dispatch.h); weak, so a library without it still links and the

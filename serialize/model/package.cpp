@@ -1,13 +1,13 @@
-#include "serialize/package.h"
+#include "serialize/model/package.h"
 
 #include <algorithm>
 #include <map>
 
 #include "layout/alignment.h"
-#include "serialize/error.h"
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
-#include "serialize/pte_writer.h"
+#include "ptepack/error.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 
 namespace ptepack {
 

@@ -1,11 +1,11 @@
-#include "serialize/describe.h"
+#include "serialize/read/describe.h"
 
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "serialize/ptd_reader.h"
-#include "serialize/pte_reader.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 
 namespace ptepack {
 

@@ -1,4 +1,4 @@
-#include "serialize/error.h"
+#include "ptepack/error.h"
 
 #include <cstdio>
 
@@ -36,7 +36,7 @@ Error::Error(std::string code, std::string message)
 
 }  // namespace ptepack
 
-#include "serialize/report.h"
+#include "ptepack/report.h"
 
 namespace ptepack {
 

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "serialize/file_io.h"
-#include "serialize/report.h"
+#include "ptepack/report.h"
+#include "serialize/io/file_io.h"
 
 namespace ptepack {
 

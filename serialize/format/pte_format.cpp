@@ -1,6 +1,6 @@
-#include "serialize/pte_format.h"
+#include "serialize/format/pte_format.h"
 
-#include "serialize/error.h"
+#include "ptepack/error.h"
 
 namespace ptepack {
 

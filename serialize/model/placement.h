@@ -4,7 +4,7 @@
 #pragma once
 
 #include "config/backend_config.h"
-#include "serialize/package.h"
+#include "serialize/model/package.h"
 
 namespace ptepack {
 

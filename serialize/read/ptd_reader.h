@@ -7,10 +7,10 @@
 
 #include "flat_tensor_generated.h"
 #include "flat_tensor_legacy_generated.h"
-#include "serialize/file_io.h"
-#include "serialize/pte_format.h"
-#include "serialize/pte_reader.h"
-#include "serialize/report.h"
+#include "ptepack/report.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/io/file_io.h"
+#include "serialize/read/pte_reader.h"
 
 namespace ptepack {
 

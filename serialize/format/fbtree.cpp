@@ -1,9 +1,9 @@
-#include "serialize/fbtree.h"
+#include "serialize/format/fbtree.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "serialize/error.h"
+#include "ptepack/error.h"
 
 namespace ptepack::schema {
 extern const uint8_t k_program_bfbs[];

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "serialize/file_io.h"
+#include "serialize/io/file_io.h"
 
 namespace ptepack {
 

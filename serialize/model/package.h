@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "config/backend_config.h"
-#include "serialize/fbtree.h"
-#include "serialize/file_io.h"
+#include "serialize/format/fbtree.h"
+#include "serialize/io/file_io.h"
 
 namespace ptepack {
 

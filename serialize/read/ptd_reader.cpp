@@ -1,4 +1,4 @@
-#include "serialize/ptd_reader.h"
+#include "serialize/read/ptd_reader.h"
 
 #include <type_traits>
 #include <unordered_set>

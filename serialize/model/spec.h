@@ -18,7 +18,7 @@
 
 #include <string>
 
-#include "serialize/package.h"
+#include "serialize/model/package.h"
 
 namespace ptepack {
 

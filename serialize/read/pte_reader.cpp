@@ -1,11 +1,11 @@
-#include "serialize/pte_reader.h"
+#include "serialize/read/pte_reader.h"
 
 #include <cstring>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "serialize/ptd_reader.h"
+#include "serialize/read/ptd_reader.h"
 
 namespace ptepack {
 
