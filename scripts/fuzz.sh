@@ -6,12 +6,15 @@
 #
 #   FUZZ_SECONDS=300 scripts/fuzz.sh          # every target, 5 minutes each
 #   scripts/fuzz.sh fuzz_ptd_reader           # only one target
+#   FUZZ_SEED=1 scripts/fuzz.sh               # a fixed mutation sequence (what CI runs),
+#                                             # so a failure there replays here
 # Targets: fuzz_pte_reader, fuzz_ptd_reader, fuzz_spec_reader (pack specs and
 # configs as JSON), fuzz_bundle_reader (.ptebundle index and members).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
+SEED=${FUZZ_SEED:-0}  # 0: libFuzzer picks one
 JOBS=${FUZZ_BUILD_JOBS:-2}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 FIXTURES=${PTEPACK_FIXTURES_DIR:-$ROOT/../shared/fixtures/executorch}
@@ -54,7 +57,7 @@ for t in "${TARGETS[@]}"; do
   echo "== $t: ${SECONDS_PER_TARGET}s (corpus $corpus, seeds $seeds)"
   log=$BUILD/$t.log
   set +e
-  "$BUILD/$t" "$corpus" "$seeds" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
+  "$BUILD/$t" "$corpus" "$seeds" -max_total_time="$SECONDS_PER_TARGET" -seed="$SEED" -rss_limit_mb=2048 -timeout=10 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts" 2>&1 | tee "$log" | grep -E '^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY|FUZZ INVARIANT)' 
   rc=${PIPESTATUS[0]}
   set -e

@@ -24,6 +24,9 @@ inline constexpr char kProgramId[] = "ET12";
 inline constexpr char kExtendedHeaderMagic[] = "eh00";
 inline constexpr uint32_t kExtendedHeaderMinLength = 24;  // without segment_data_size
 inline constexpr uint32_t kExtendedHeaderLength = 32;
+// ExecuTorch's loaders first read this many bytes (the space for an extended
+// header) and refuse a shorter .pte or .ptd file.
+inline constexpr uint64_t kRuntimeHeadBytes = 64;
 inline constexpr char kFlatTensorId[] = "FT01";
 inline constexpr char kFlatTensorHeaderMagic[] = "FH01";
 inline constexpr uint32_t kFlatTensorHeaderLength = 40;

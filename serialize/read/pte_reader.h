@@ -101,7 +101,6 @@ size_t RuntimeElementSize(int scalar_type);
 // Limits ExecuTorch's runtime applies when it loads a program.
 inline constexpr size_t kRuntimeMaxRank = 16;             // kTensorDimensionLimit
 inline constexpr size_t kRuntimeOperatorNameLimit = 100;  // "name.overload" + NUL must fit
-inline constexpr uint64_t kRuntimeHeadBytes = 64;         // read before anything else
 
 // True if s is valid UTF-8.
 bool IsValidUtf8(const char* s, size_t n);

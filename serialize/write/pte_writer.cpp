@@ -287,6 +287,9 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   if (plan.data_size() == 0) {
     out.head = std::move(enc.data);
     out.segment_base_offset = 0;
+    // A tiny program (no methods, nothing else) encodes to fewer bytes than
+    // the runtime reads first; zeros after the flatbuffer make it loadable.
+    if (out.head.size() < kRuntimeHeadBytes) out.head.resize(kRuntimeHeadBytes, 0);
   } else {
     ExtendedHeader h;
     h.has_segment_data_size = !cfg.legacy_extended_header;

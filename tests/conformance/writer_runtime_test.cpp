@@ -495,5 +495,20 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
   EXPECT_EQ(tally.loaded + tally.refused_as_expected, tally.runs);
 }
 
+// A program with no methods (found by the fuzzer): the runtime loads it, but its re-encoding is
+// 44 bytes, shorter than the 64 bytes Program::load reads first. What repack writes must load
+// as the input does.
+TEST(WriterConformance, TinyProgramStaysLoadable) {
+  PTEPACK_REQUIRE_RUNTIME_ORACLE();
+  const std::string in = std::string(PTEPACK_SOURCE_DIR) + "/testdata/regressions/pte-no-methods-tiny-program.pte";
+  const std::string out = ScratchDir("tiny") + "/tiny.pte";
+  ASSERT_TRUE(RunRuntimeOracle(OracleBuild::kDeprecatedConstantBuffer, in).loaded());
+  RunResult r = RunCli({"repack", in, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::filesystem::file_size(out), 64u);
+  OracleResult o = RunRuntimeOracle(OracleBuild::kDeprecatedConstantBuffer, out);
+  EXPECT_TRUE(o.loaded()) << o.Describe();
+}
+
 }  // namespace
 }  // namespace ptepack::testing
