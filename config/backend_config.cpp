@@ -4,12 +4,33 @@
 #include <nlohmann/json.hpp>
 
 #include "ptepack/error.h"
-#include "serialize/io/file_io.h"
-#include "serialize/model/spec.h"
 
 namespace ptepack {
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+const char* FlatbufferOrderName(FlatbufferOrder o) {
+  switch (o) {
+    case FlatbufferOrder::kFlatc:
+      return "flatc";
+    case FlatbufferOrder::kFlatcLegacy:
+      return "flatc-legacy";
+    case FlatbufferOrder::kPythonObjectApi:
+      return "python";
+  }
+  return "?";
+}
+
+bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out) {
+  for (FlatbufferOrder o :
+       {FlatbufferOrder::kFlatc, FlatbufferOrder::kFlatcLegacy, FlatbufferOrder::kPythonObjectApi}) {
+    if (name == FlatbufferOrderName(o)) {
+      *out = o;
+      return true;
+    }
+  }
+  return false;
+}
 
 namespace {
 
@@ -63,7 +84,7 @@ nlohmann::json BackendConfig::ToJson() const {
       dynamic_memory_planning_mode == DynamicMemoryPlanningMode::kUpperBound ? "UPPER_BOUND" : "SYMBOLIC";
   j["external_tag"] = external_tag;
   j["ptd_segment_alignment"] = ptd_segment_alignment;
-  j["flatbuffer_order"] = fb::OrderName(flatbuffer_order);
+  j["flatbuffer_order"] = FlatbufferOrderName(flatbuffer_order);
   j["inline_constants"] = inline_constants;
   j["legacy_extended_header"] = legacy_extended_header;
   return j;
@@ -144,7 +165,7 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
   get_u64("ptd_segment_alignment", &c.ptd_segment_alignment);
   if (j.contains("flatbuffer_order")) {
     std::string o = j["flatbuffer_order"].is_string() ? j["flatbuffer_order"].get<std::string>() : "";
-    if (!fb::ParseOrder(o, &c.flatbuffer_order)) {
+    if (!ParseFlatbufferOrder(o, &c.flatbuffer_order)) {
       Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\" or \"python\"", j["flatbuffer_order"].dump());
     }
   }
@@ -152,29 +173,6 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
   get_bool("legacy_extended_header", &c.legacy_extended_header);
   c.Validate();
   return c;
-}
-
-BackendConfig BackendConfig::FromFile(const std::string& path) {
-  const std::string text = ReadSmallFile(path);
-  CheckJsonDepth(text, path, "bad-config");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    Finding f;
-    f.code = "bad-config";
-    f.file = path;
-    f.offset = e.byte;
-    f.message = std::string("not valid JSON: ") + e.what();
-    throw Error(std::move(f));
-  }
-  try {
-    return FromJson(j);
-  } catch (Error& e) {
-    Finding f = e.finding();
-    f.file = path;
-    throw Error(std::move(f));
-  }
 }
 
 }  // namespace ptepack

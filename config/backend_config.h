@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "nlohmann/json_fwd.hpp"
-#include "serialize/format/fbtree.h"
 
 namespace ptepack {
 
@@ -28,6 +27,13 @@ struct ConstantTensorInfo {
 // Returns the .ptd tag (file stem) a tensor goes to, or nullopt to keep it
 // in the .pte. Counterpart of ExecuTorch's Callable[[Node], Optional[str]].
 using ExternalTagFn = std::function<std::optional<std::string>(const ConstantTensorInfo&)>;
+
+// Which producer's flatbuffer byte layout the encoder reproduces: flatc
+// (ExecuTorch's C++/flatc path), flatc before FlatBuffers 24 ("flatc-legacy"),
+// or ExecuTorch's Python object-API serializer ("python").
+enum class FlatbufferOrder { kFlatc, kFlatcLegacy, kPythonObjectApi };
+const char* FlatbufferOrderName(FlatbufferOrder o);  // "flatc", "flatc-legacy", "python"
+bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out);
 
 enum class DynamicMemoryPlanningMode { kUpperBound = 0, kSymbolic = 1 };
 
@@ -53,8 +59,8 @@ struct BackendConfig {
   std::string external_tag = "model";
   // Segment alignment of the .ptd files (FlatTensorConfig.segment_alignment).
   uint64_t ptd_segment_alignment = 128;
-  // Flatbuffer byte layout: which producer to reproduce (see fbtree.h).
-  fb::Order flatbuffer_order = fb::Order::kFlatc;
+  // Flatbuffer byte layout: which producer to reproduce.
+  FlatbufferOrder flatbuffer_order = FlatbufferOrder::kFlatc;
   // Keep constants inside the flatbuffer (Program.constant_buffer), as
   // ExecuTorch did before the constant segment existed (before 2024-09).
   bool inline_constants = false;
@@ -71,7 +77,6 @@ struct BackendConfig {
   // JSON form (keys are the ExecuTorch field names).
   nlohmann::json ToJson() const;
   static BackendConfig FromJson(const nlohmann::json& j);  // validates
-  static BackendConfig FromFile(const std::string& path);  // JSON file
 };
 
 bool IsPowerOfTwo(uint64_t v);

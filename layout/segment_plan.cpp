@@ -35,32 +35,4 @@ void SegmentPlan::Place(uint64_t segment_alignment) {
 
 uint64_t SegmentPlan::data_size() const { return segs_.empty() ? 0 : segs_.back().offset + segs_.back().size; }
 
-void StreamBytes(AtomicFile& out, const Bytes& b, const ProgressFn& progress, uint64_t* done, uint64_t total) {
-  // Chunked only for progress reports: AtomicFile::Write copies mapped data
-  // in the kernel (or drops the pages it read), so memory stays bounded.
-  constexpr size_t kChunk = 64u << 20;
-  for (size_t off = 0; off < b.size; off += kChunk) {
-    size_t n = std::min(kChunk, b.size - off);
-    out.Write(n == b.size ? b : b.Sub(off, n));
-    *done += n;
-    if (progress) progress(*done, total);
-  }
-}
-
-void SegmentPlan::Write(AtomicFile& out, const ProgressFn& progress) const {
-  const uint64_t base = out.offset();
-  uint64_t total = data_size(), done = 0;
-  for (const auto& s : segs_) {
-    const uint64_t before = out.offset();
-    out.PadTo(base + s.offset);
-    done += out.offset() - before;
-    for (const auto& p : s.pieces) {
-      out.WriteZeros(p.pad_before);
-      done += p.pad_before;
-      StreamBytes(out, p.data, progress, &done, total);
-    }
-  }
-  if (progress && done < total) progress(total, total);
-}
-
 }  // namespace ptepack

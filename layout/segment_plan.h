@@ -1,13 +1,14 @@
 // Placement of data segments after a flatbuffer, the way ExecuTorch's
 // serializers do it: each segment starts at the first offset after the
 // previous one that is a multiple of lcm(segment_alignment, its own
-// alignment); segment data is never copied, only referenced.
+// alignment); segment data is never copied, only referenced. Writing a
+// plan is serialize/write/segment_writer.h.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "serialize/io/file_io.h"
+#include "ptepack/bytes.h"
 
 namespace ptepack {
 
@@ -36,17 +37,8 @@ class SegmentPlan {
   const std::vector<PlannedSegment>& segments() const { return segs_; }
   bool empty() const { return segs_.empty(); }
 
-  // Streams the segments; `out` must be positioned at the segment base.
-  // Needs no memory proportional to the data.
-  void Write(AtomicFile& out, const ProgressFn& progress = nullptr) const;
-
  private:
   std::vector<PlannedSegment> segs_;
 };
-
-// Copies b to out, reporting progress every 64 MiB. Data of a MappedFile is
-// copied from the file in the kernel (see AtomicFile::Write(const Bytes&)),
-// so the resident memory of a writer does not grow with the data size.
-void StreamBytes(AtomicFile& out, const Bytes& b, const ProgressFn& progress, uint64_t* done, uint64_t total);
 
 }  // namespace ptepack

@@ -36,6 +36,8 @@
 #include "serialize/model/program_builder.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
@@ -113,7 +115,7 @@ struct CaseConfig {
     }
     // to_executorch gives FlatTensorSerializer the program's segment alignment.
     c.ptd_segment_alignment = segment_alignment;
-    c.flatbuffer_order = fb::Order::kPythonObjectApi;
+    c.flatbuffer_order = FlatbufferOrder::kPythonObjectApi;
     return c;
   }
   json ToJson() const {
@@ -738,7 +740,7 @@ struct Ours {
   std::map<std::string, std::vector<uint8_t>> ptd;
 };
 
-Ours WriteOurs(const Case& c, fb::Order order) {
+Ours WriteOurs(const Case& c, FlatbufferOrder order) {
   Twin t;
   c.build(t);
   BackendConfig cfg = c.config.ToBackendConfig();
@@ -829,8 +831,8 @@ TEST_F(PyOracle, SerializerBytesMatchExecuTorch) {
   std::set<std::string> used_explanations;
   // Each case twice: the object-API flatbuffer of today's serializer, and
   // the JSON + flatc flatbuffer ExecuTorch wrote before (name.flatc).
-  for (const auto& [suffix, order] : {std::pair<std::string, fb::Order>{"", fb::Order::kPythonObjectApi},
-                                      std::pair<std::string, fb::Order>{".flatc", fb::Order::kFlatc}}) {
+  for (const auto& [suffix, order] : {std::pair<std::string, FlatbufferOrder>{"", FlatbufferOrder::kPythonObjectApi},
+                                      std::pair<std::string, FlatbufferOrder>{".flatc", FlatbufferOrder::kFlatc}}) {
     for (const Case& c : cases) {
       const std::string name = c.name + suffix;
       SCOPED_TRACE(name);
@@ -965,7 +967,7 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
 
 std::vector<uint8_t> Write(const std::function<void(Twin&)>& build, const CaseConfig& cc, Ours* ours = nullptr) {
   Case c{"x", build, cc};
-  Ours o = WriteOurs(c, fb::Order::kPythonObjectApi);
+  Ours o = WriteOurs(c, FlatbufferOrder::kPythonObjectApi);
   if (ours) *ours = o;
   return o.pte;
 }
@@ -1085,7 +1087,7 @@ void ExpectInferred(const std::function<void(Twin&)>& build, const CaseConfig& c
   Package pkg = PackageFromPte(*f);
   InferredConfig inf = InferConfig(*f, pkg);
   ASSERT_TRUE(inf.exact) << inf.note;
-  EXPECT_EQ(inf.config.flatbuffer_order, fb::Order::kPythonObjectApi);
+  EXPECT_EQ(inf.config.flatbuffer_order, FlatbufferOrder::kPythonObjectApi);
   EXPECT_EQ(inf.config.extract_delegate_segments, extract);
   if (da_at_most) {
     ASSERT_TRUE(inf.config.delegate_alignment.has_value());

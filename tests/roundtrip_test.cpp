@@ -5,6 +5,8 @@
 #include "serialize/model/package.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
@@ -36,7 +38,7 @@ TEST_P(FixtureRoundTrip, ReadThenWriteGivesSameBytes) {
   Package pkg = PackageFromPte(*pte, ptds);
   InferredConfig inf = InferConfig(*pte, pkg, ptds);
   ASSERT_TRUE(inf.exact) << c.pte << ": " << inf.note;
-  EXPECT_STREQ(fb::OrderName(inf.config.flatbuffer_order), c.order);
+  EXPECT_STREQ(FlatbufferOrderName(inf.config.flatbuffer_order), c.order);
 
   PteLayout layout = LayoutPte(pkg, inf.config);
   std::vector<uint8_t> written = RenderPte(layout);

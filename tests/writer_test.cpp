@@ -12,6 +12,8 @@
 #include "serialize/model/program_builder.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
@@ -271,7 +273,7 @@ INSTANTIATE_TEST_SUITE_P(PowersOfTwo, AlignmentSweep,
                          ::testing::Values(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096));
 
 // Every combination of the boolean options, under each flatbuffer layout.
-class OptionMatrix : public ::testing::TestWithParam<std::tuple<int, fb::Order>> {};
+class OptionMatrix : public ::testing::TestWithParam<std::tuple<int, FlatbufferOrder>> {};
 
 TEST_P(OptionMatrix, Combination) {
   int bits = std::get<0>(GetParam());
@@ -290,8 +292,9 @@ TEST_P(OptionMatrix, Combination) {
 
 INSTANTIATE_TEST_SUITE_P(All, OptionMatrix,
                          ::testing::Combine(::testing::Range(0, 64),
-                                            ::testing::Values(fb::Order::kFlatc, fb::Order::kPythonObjectApi,
-                                                              fb::Order::kFlatcLegacy)));
+                                            ::testing::Values(FlatbufferOrder::kFlatc,
+                                                              FlatbufferOrder::kPythonObjectApi,
+                                                              FlatbufferOrder::kFlatcLegacy)));
 
 TEST(Writer, TagCallbackSplitsConstantsIntoSeveralFiles) {
   Model m = MakeModel();

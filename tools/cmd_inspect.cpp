@@ -8,6 +8,8 @@
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {

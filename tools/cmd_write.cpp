@@ -10,10 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "config/backend_config.h"
+#include "serialize/format/program_json.h"
 #include "serialize/model/package.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 #include "tools/commands.h"
 
@@ -46,7 +49,7 @@ void AddOverrides(CLI::App* c, Overrides& o) {
 
 void Apply(const Overrides& o, BackendConfig& c) {
   if (!o.config_file.empty()) {
-    BackendConfig f = BackendConfig::FromFile(o.config_file);
+    BackendConfig f = LoadConfigFile(o.config_file);
     c = f;
   }
   if (o.segment_alignment) c.segment_alignment = *o.segment_alignment;
@@ -56,7 +59,7 @@ void Apply(const Overrides& o, BackendConfig& c) {
   if (o.extract_delegate_segments) c.extract_delegate_segments = *o.extract_delegate_segments;
   if (o.emit_stacktrace) c.emit_stacktrace = *o.emit_stacktrace;
   if (o.emit_mutable_buffer_names) c.emit_mutable_buffer_names = *o.emit_mutable_buffer_names;
-  if (!o.order.empty()) fb::ParseOrder(o.order, &c.flatbuffer_order);
+  if (!o.order.empty()) ParseFlatbufferOrder(o.order, &c.flatbuffer_order);
   c.Validate();
 }
 
@@ -310,7 +313,7 @@ void RegisterPack(CLI::App& app) {
   AddOutputFlags(c, o->out, false);
   c->callback([o]() {
     ResolveOutput(o->out, "");
-    BackendConfig cfg = BackendConfig::FromFile(o->config);
+    BackendConfig cfg = LoadConfigFile(o->config);
     WriteAndReport(LoadSpec(o->spec), cfg, {o->config, o->spec}, o->out);
   });
 }
@@ -341,7 +344,8 @@ void RegisterExtract(CLI::App& app) {
     nlohmann::json index;
     index["program_json"] = "program.json";
     {
-      std::string j = ProgramToJson(*in.pte);
+      if (!in.pte->program()) throw Error("flatbuffer-invalid", in.pte->name() + ": no valid program");
+      std::string j = ProgramFlatbufferToJson(in.pte->file().data);
       files.emplace_back("program.json", Bytes::Copy(j.data(), j.size()));
     }
     auto add_blob = [&](const std::string& name, const Bytes& b) {

@@ -15,6 +15,7 @@
 
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
+#include "serialize/io/json_limits.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/ptd_reader.h"

@@ -397,28 +397,6 @@ class Decoder {
 
 }  // namespace
 
-const char* OrderName(Order o) {
-  switch (o) {
-    case Order::kFlatc:
-      return "flatc";
-    case Order::kFlatcLegacy:
-      return "flatc-legacy";
-    case Order::kPythonObjectApi:
-      return "python";
-  }
-  return "?";
-}
-
-bool ParseOrder(const std::string& name, Order* out) {
-  for (Order o : {Order::kFlatc, Order::kFlatcLegacy, Order::kPythonObjectApi}) {
-    if (name == OrderName(o)) {
-      *out = o;
-      return true;
-    }
-  }
-  return false;
-}
-
 size_t ScalarSize(reflection::BaseType t) {
   switch (t) {
     case reflection::UType:

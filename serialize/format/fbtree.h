@@ -27,16 +27,13 @@
 #include <string>
 #include <vector>
 
+#include "config/backend_config.h"
 #include "flatbuffers/reflection.h"
 #include "serialize/io/file_io.h"
 
 namespace ptepack::fb {
 
-enum class Order { kFlatc, kFlatcLegacy, kPythonObjectApi };
-
-// "flatc", "flatc-legacy", "python".
-const char* OrderName(Order o);
-bool ParseOrder(const std::string& name, Order* out);
+using Order = FlatbufferOrder;  // the producers, named by the config
 
 struct Table;
 

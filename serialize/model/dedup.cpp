@@ -1,6 +1,6 @@
 #include "serialize/model/dedup.h"
 
-#include "serialize/read/checksum.h"
+#include "serialize/io/hash.h"
 
 namespace ptepack {
 

@@ -19,9 +19,6 @@
 
 namespace ptepack {
 
-class PteFile;
-class PtdFile;
-
 struct NamedBlob {
   std::string key;
   Bytes data;
@@ -48,13 +45,6 @@ struct Package {
   std::vector<ExternalFile> external;  // blobs stored in .ptd files
 };
 
-// Restores a checked .pte (and its .ptd files) to package form. Throws if
-// the file has errors that make that impossible.
-Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds = {});
-
-// The entries of a .ptd as an ExternalFile with the given tag.
-ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag);
-
 // Turns a legacy-layout ExternalFile into the current layout: each tensor
 // becomes a named blob of exactly its layout's size (legacy entries carry the
 // padding up to the next tensor).
@@ -66,18 +56,6 @@ uint64_t ShapeNbytes(int scalar_type, const Bytes& sizes);
 
 // Bytes of a flat_tensor_flatbuffer.TensorLayout, 0 if unknown.
 uint64_t LayoutNbytes(const fb::Table& tensor_layout);
-
-// The config that reproduces `pte` (and `ptds`) from their package form:
-// alignments, header flavour, and the flatbuffer producer whose byte layout
-// matches. `exact` is set when a candidate re-encodes the flatbuffer to the
-// very same bytes. Also sets the alignment each named blob of `pkg` needs to
-// land where it was.
-struct InferredConfig {
-  BackendConfig config;
-  bool exact = false;
-  std::string note;
-};
-InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds = {});
 
 // Helpers on the program tree used by layout code.
 namespace prog {

@@ -8,27 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "program_generated.h"
 #include "ptepack/error.h"
-#include "serialize/read/pte_reader.h"
-
-namespace ptepack::schema {
-extern const uint8_t k_program_bfbs[];
-extern const size_t k_program_bfbs_size;
-}  // namespace ptepack::schema
+#include "serialize/format/program_json.h"
+#include "serialize/io/file_io.h"
+#include "serialize/io/json_limits.h"
 
 namespace ptepack {
 
 namespace {
-
-std::unique_ptr<flatbuffers::Parser> ProgramParser() {
-  flatbuffers::IDLOptions opts;
-  opts.strict_json = true;
-  auto p = std::make_unique<flatbuffers::Parser>(opts);
-  if (!p->Deserialize(schema::k_program_bfbs, schema::k_program_bfbs_size)) {
-    throw Error("internal-schema", "cannot load the embedded program schema");
-  }
-  return p;
-}
 
 [[noreturn]] void BadSpec(const std::string& where, const std::string& msg) {
   Finding f;
@@ -102,80 +90,7 @@ Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& 
   BadSpec(base, what + ": expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
 }
 
-// flatc prints infinite and NaN doubles as bare inf/nan, which is not JSON:
-// quote them ("inf", "-inf", "nan"); FlatBuffers' parser reads them back.
-std::string QuoteNonFinite(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) {
-        out += text[++i];
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      out += c;
-      continue;
-    }
-    if (c == '-' || c == '+' || c == 'i' || c == 'n') {
-      size_t j = i + ((c == '-' || c == '+') ? 1 : 0);
-      size_t k = j;
-      while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
-      const std::string word = text.substr(j, k - j);
-      if (word == "inf" || word == "nan" || word == "infinity") {
-        out += '"';
-        if (c == '-') out += '-';
-        out += word;
-        out += '"';
-        i = k - 1;
-        continue;
-      }
-    }
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace
-
-void CheckJsonDepth(const std::string& text, const std::string& file, const std::string& code, size_t max_depth) {
-  size_t depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        Finding f;
-        f.code = code;
-        f.file = file;
-        f.offset = i;
-        f.message = "JSON nests too deeply";
-        f.expected = "at most " + std::to_string(max_depth) + " levels of arrays/objects";
-        f.found = "more";
-        throw Error(std::move(f));
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-}
 
 Package PackageFromSpecJson(const std::string& text, const std::string& base) {
   CheckJsonDepth(text, base, "bad-spec");
@@ -191,7 +106,7 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
     throw Error(std::move(f));
   }
   if (!spec.is_object() || !spec.contains("program")) BadSpec(base, "spec must be an object with a \"program\"");
-  auto parser = ProgramParser();
+  auto parser = ProgramJsonParser();
   std::string program_json = spec["program"].dump();
   if (!parser->Parse(program_json.c_str())) BadSpec(base, "program does not match program.fbs: " + parser->error_);
   std::vector<uint8_t> fbb(parser->builder_.GetBufferPointer(),
@@ -281,14 +196,27 @@ Package LoadSpec(const std::string& path) {
   }
 }
 
-std::string ProgramToJson(const PteFile& pte) {
-  if (!pte.program()) throw Error("flatbuffer-invalid", pte.name() + ": no valid program");
-  auto parser = ProgramParser();
-  std::string out;
-  if (!flatbuffers::GenerateText(*parser, pte.file().data, &out)) {
-    throw Error("internal-json", "cannot print program as JSON");
+BackendConfig LoadConfigFile(const std::string& path) {
+  const std::string text = ReadSmallFile(path);
+  CheckJsonDepth(text, path, "bad-config");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    Finding f;
+    f.code = "bad-config";
+    f.file = path;
+    f.offset = e.byte;
+    f.message = std::string("not valid JSON: ") + e.what();
+    throw Error(std::move(f));
   }
-  return QuoteNonFinite(out);
+  try {
+    return BackendConfig::FromJson(j);
+  } catch (Error& e) {
+    Finding f = e.finding();
+    f.file = path;
+    throw Error(std::move(f));
+  }
 }
 
 }  // namespace ptepack

@@ -22,22 +22,11 @@
 
 namespace ptepack {
 
-class PteFile;
-
-// Deepest nesting of arrays/objects accepted in any JSON ptepack reads
-// (specs, configs, manifests, bundle indexes). Real programs nest about 10
-// deep; the bound keeps a hostile file from exhausting the stack.
-inline constexpr size_t kMaxJsonDepth = 256;
-
-// Scans JSON text (without parsing it) and throws Error(code) located at the
-// byte offset where nesting first exceeds `max_depth`.
-void CheckJsonDepth(const std::string& text, const std::string& file, const std::string& code,
-                    size_t max_depth = kMaxJsonDepth);
-
 Package LoadSpec(const std::string& path);
 Package PackageFromSpecJson(const std::string& json_text, const std::string& base_dir);
 
-// The program flatbuffer of `pte` as JSON (program.fbs field names).
-std::string ProgramToJson(const PteFile& pte);
+// A BackendConfig from a JSON file (keys are ExecutorchBackendConfig's field
+// names); Error("bad-config") located in the file.
+BackendConfig LoadConfigFile(const std::string& path);
 
 }  // namespace ptepack

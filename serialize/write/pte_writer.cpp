@@ -17,6 +17,7 @@
 #include "serialize/model/placement.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/write/segment_writer.h"
 
 namespace ptepack {
 
@@ -441,13 +442,13 @@ void StreamPte(const PteLayout& l, AtomicFile& f, const ProgressFn& progress) {
   f.Write(l.head.data(), l.head.size());
   if (l.segments.data_size() > 0) {
     f.PadTo(l.segment_base_offset);
-    l.segments.Write(f, progress);
+    WriteSegments(f, l.segments, progress);
   }
 }
 
 void StreamPtd(const PtdLayout& l, AtomicFile& f, const ProgressFn& progress) {
   f.Write(l.head.data(), l.head.size());
-  l.segments.Write(f, progress);
+  WriteSegments(f, l.segments, progress);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include "serialize/model/package.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 
@@ -138,7 +140,7 @@ const Form kForms[] = {
      [](BackendConfig& c) {
        c.segment_alignment = 4096;
        c.constant_tensor_alignment = 64;
-       c.flatbuffer_order = fb::Order::kPythonObjectApi;
+       c.flatbuffer_order = FlatbufferOrder::kPythonObjectApi;
      }},
     {"constants inline (Program.constant_buffer), legacy header",
      [](BackendConfig& c) {

@@ -34,6 +34,8 @@
 #include "serialize/model/package.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 
@@ -67,7 +69,8 @@ const uint64_t kSegmentAlignment[] = {16, 32, 64, 128, 256, 1024, 4096};
 const std::optional<uint64_t> kTensorAlignment[] = {std::nullopt, 32, 64, 128};
 const std::optional<uint64_t> kDelegateAlignment[] = {std::nullopt, 32, 512};
 const External kExternal[] = {External::kNone, External::kAll, External::kSplitByTag, External::kLargeOnly};
-const fb::Order kOrders[] = {fb::Order::kFlatc, fb::Order::kPythonObjectApi, fb::Order::kFlatcLegacy};
+const FlatbufferOrder kOrders[] = {FlatbufferOrder::kFlatc, FlatbufferOrder::kPythonObjectApi,
+                                   FlatbufferOrder::kFlatcLegacy};
 const uint64_t kPtdSegmentAlignment[] = {128, 16, 4096};
 const Axis kAxes[] = {
     {"segment_alignment", std::size(kSegmentAlignment)},
@@ -150,7 +153,7 @@ std::string Describe(const Point& p, const BackendConfig& config) {
         s += ExternalName(kExternal[p[k]]);
         break;
       case 8:
-        s += fb::OrderName(kOrders[p[k]]);
+        s += FlatbufferOrderName(kOrders[p[k]]);
         break;
       case 10:
         s += std::to_string(kPtdSegmentAlignment[p[k]]);

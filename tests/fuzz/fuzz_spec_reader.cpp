@@ -10,6 +10,7 @@
 
 #include "config/backend_config.h"
 #include "ptepack/error.h"
+#include "serialize/io/json_limits.h"
 #include "serialize/model/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -19,6 +19,8 @@
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
 
 namespace ptepack::fuzz {
