@@ -69,28 +69,29 @@ void BackendConfig::Validate() const {
   }
 }
 
-nlohmann::json BackendConfig::ToJson() const {
+nlohmann::json ConfigToJson(const BackendConfig& c) {
   nlohmann::json j;
-  j["extract_delegate_segments"] = extract_delegate_segments;
-  j["segment_alignment"] = segment_alignment;
+  j["extract_delegate_segments"] = c.extract_delegate_segments;
+  j["segment_alignment"] = c.segment_alignment;
   j["constant_tensor_alignment"] =
-      constant_tensor_alignment ? nlohmann::json(*constant_tensor_alignment) : nlohmann::json(nullptr);
-  j["delegate_alignment"] = delegate_alignment ? nlohmann::json(*delegate_alignment) : nlohmann::json(nullptr);
-  j["external_constants"] = external_constants_fn ? nlohmann::json("<callback>") : nlohmann::json(external_constants);
-  j["external_mutable_weights"] = external_mutable_weights;
-  j["emit_mutable_buffer_names"] = emit_mutable_buffer_names;
-  j["emit_stacktrace"] = emit_stacktrace;
+      c.constant_tensor_alignment ? nlohmann::json(*c.constant_tensor_alignment) : nlohmann::json(nullptr);
+  j["delegate_alignment"] = c.delegate_alignment ? nlohmann::json(*c.delegate_alignment) : nlohmann::json(nullptr);
+  j["external_constants"] =
+      c.external_constants_fn ? nlohmann::json("<callback>") : nlohmann::json(c.external_constants);
+  j["external_mutable_weights"] = c.external_mutable_weights;
+  j["emit_mutable_buffer_names"] = c.emit_mutable_buffer_names;
+  j["emit_stacktrace"] = c.emit_stacktrace;
   j["dynamic_memory_planning_mode"] =
-      dynamic_memory_planning_mode == DynamicMemoryPlanningMode::kUpperBound ? "UPPER_BOUND" : "SYMBOLIC";
-  j["external_tag"] = external_tag;
-  j["ptd_segment_alignment"] = ptd_segment_alignment;
-  j["flatbuffer_order"] = FlatbufferOrderName(flatbuffer_order);
-  j["inline_constants"] = inline_constants;
-  j["legacy_extended_header"] = legacy_extended_header;
+      c.dynamic_memory_planning_mode == DynamicMemoryPlanningMode::kUpperBound ? "UPPER_BOUND" : "SYMBOLIC";
+  j["external_tag"] = c.external_tag;
+  j["ptd_segment_alignment"] = c.ptd_segment_alignment;
+  j["flatbuffer_order"] = FlatbufferOrderName(c.flatbuffer_order);
+  j["inline_constants"] = c.inline_constants;
+  j["legacy_extended_header"] = c.legacy_extended_header;
   return j;
 }
 
-BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
+BackendConfig ConfigFromJson(const nlohmann::json& j) {
   if (!j.is_object()) Bad("config", "must be a JSON object", j.type_name());
   BackendConfig c;
   auto get_bool = [&](const char* k, bool* out) {
@@ -173,6 +174,32 @@ BackendConfig BackendConfig::FromJson(const nlohmann::json& j) {
   get_bool("legacy_extended_header", &c.legacy_extended_header);
   c.Validate();
   return c;
+}
+
+std::string BackendConfig::ToJsonString(int indent) const { return ConfigToJson(*this).dump(indent); }
+
+BackendConfig BackendConfig::FromJsonString(const std::string& json) {
+  // Nesting is bounded before parsing, as for config files (256 levels).
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char ch = json[i];
+    if (in_string) {
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{' || ch == '[') {
+      if (++depth > 256) Bad("config", "nested more than 256 levels deep", "offset " + std::to_string(i));
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+    }
+  }
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error("bad-config", "config: not valid JSON");
+  return ConfigFromJson(j);
 }
 
 }  // namespace ptepack

@@ -1,84 +1,13 @@
-// ptepack's counterpart of ExecuTorch's ExecutorchBackendConfig: every field
-// that changes the bytes of a .pte/.ptd, with the same defaults, plus the
-// few ptepack settings needed to reproduce older files byte for byte.
+// BackendConfig (public: ptepack/config.h) and its JSON form for the library.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <vector>
-
 #include "nlohmann/json_fwd.hpp"
+#include "ptepack/config.h"
 
 namespace ptepack {
 
-// What a tagging callback sees of a constant tensor.
-struct ConstantTensorInfo {
-  std::string method;        // execution plan name
-  uint32_t value_index = 0;  // index in the plan's values
-  std::string name;          // fully qualified name if the program has one, else ""
-  int scalar_type = 0;
-  std::vector<int32_t> sizes;
-  uint64_t nbytes = 0;
-  bool mutable_weight = false;  // a mutable (trainable) tensor with an initial state
-};
-
-// Returns the .ptd tag (file stem) a tensor goes to, or nullopt to keep it
-// in the .pte. Counterpart of ExecuTorch's Callable[[Node], Optional[str]].
-using ExternalTagFn = std::function<std::optional<std::string>(const ConstantTensorInfo&)>;
-
-// Which producer's flatbuffer byte layout the encoder reproduces: flatc
-// (ExecuTorch's C++/flatc path), flatc before FlatBuffers 24 ("flatc-legacy"),
-// or ExecuTorch's Python object-API serializer ("python").
-enum class FlatbufferOrder { kFlatc, kFlatcLegacy, kPythonObjectApi };
-const char* FlatbufferOrderName(FlatbufferOrder o);  // "flatc", "flatc-legacy", "python"
-bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out);
-
-enum class DynamicMemoryPlanningMode { kUpperBound = 0, kSymbolic = 1 };
-
-struct BackendConfig {
-  // --- ExecutorchBackendConfig fields that affect the file ---
-  bool extract_delegate_segments = true;
-  uint64_t segment_alignment = 128;
-  std::optional<uint64_t> constant_tensor_alignment;  // schema default 16
-  std::optional<uint64_t> delegate_alignment;         // schema default 16
-  // external_constants: false, true (every constant to "<external_tag>.ptd"),
-  // or a callback choosing a tag per tensor.
-  bool external_constants = false;
-  ExternalTagFn external_constants_fn;
-  bool external_mutable_weights = false;
-  bool emit_mutable_buffer_names = false;
-  bool emit_stacktrace = false;
-  // Recorded for reference: how dynamic shapes were memory planned. The
-  // program's tensors carry the outcome (shape_dynamism, planned sizes).
-  DynamicMemoryPlanningMode dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
-
-  // --- ptepack settings ---
-  // Tag used when external_constants is true (ExecuTorch's default is "model").
-  std::string external_tag = "model";
-  // Segment alignment of the .ptd files (FlatTensorConfig.segment_alignment).
-  uint64_t ptd_segment_alignment = 128;
-  // Flatbuffer byte layout: which producer to reproduce.
-  FlatbufferOrder flatbuffer_order = FlatbufferOrder::kFlatc;
-  // Keep constants inside the flatbuffer (Program.constant_buffer), as
-  // ExecuTorch did before the constant segment existed (before 2024-09).
-  bool inline_constants = false;
-  // Write the 24-byte eh00 header of files from before ExecuTorch 1.0
-  // (without segment_data_size).
-  bool legacy_extended_header = false;
-
-  uint64_t tensor_alignment() const { return constant_tensor_alignment.value_or(16); }
-  uint64_t delegate_data_alignment() const { return delegate_alignment.value_or(16); }
-
-  // Throws ptepack::Error ("bad-config") naming the field at fault.
-  void Validate() const;
-
-  // JSON form (keys are the ExecuTorch field names).
-  nlohmann::json ToJson() const;
-  static BackendConfig FromJson(const nlohmann::json& j);  // validates
-};
-
-bool IsPowerOfTwo(uint64_t v);
+// JSON form (keys are the ExecuTorch field names).
+nlohmann::json ConfigToJson(const BackendConfig& config);
+BackendConfig ConfigFromJson(const nlohmann::json& j);  // validates
 
 }  // namespace ptepack

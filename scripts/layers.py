@@ -23,7 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Top to bottom. A folder may include only folders listed after it (or itself),
 # except its siblings: folders on the same line are siblings.
 LAYERS = [
-    ["tools", "bench"],
+    ["tools", "bench", "python"],
+    ["serialize/api"],
     ["serialize/bundle", "serialize/insight"],
     ["serialize/write"],
     ["serialize/read"],

@@ -99,7 +99,7 @@ TEST(LibrarySafety, WritePackageRefusesWhatTheReaderRejects) {
        }},
       {"planned tensor past its arena",
        [](ProgramBuilder::Method& m, uint32_t x, uint32_t, uint32_t op) {
-         uint32_t z = m.Tensor({kFloat, {64}, PlannedLocation{1, 4096}});
+         uint32_t z = m.Tensor({ScalarType::kFloat, {64}, PlannedLocation{1, 4096}});
          m.KernelCall(op, {static_cast<int32_t>(x), static_cast<int32_t>(z)});
        }},
   };
@@ -107,8 +107,8 @@ TEST(LibrarySafety, WritePackageRefusesWhatTheReaderRejects) {
     SCOPED_TRACE(c.what);
     ProgramBuilder b;
     auto& m = b.AddMethod("forward");
-    uint32_t x = m.Tensor({kFloat, {2}, PlannedLocation{1, 0}});
-    uint32_t y = m.Tensor({kFloat, {2}, PlannedLocation{1, 16}});
+    uint32_t x = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 0}});
+    uint32_t y = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 16}});
     uint32_t op = m.Operator("aten::relu", "out");
     m.Inputs({static_cast<int32_t>(x)});
     m.Outputs({static_cast<int32_t>(y)});
@@ -517,8 +517,8 @@ TEST(CliMessages, ProgramJsonQuotesInfAndNan) {
   ScopedDir d("messages_inf_nan");
   ProgramBuilder b;
   auto& m = b.AddMethod("forward");
-  uint32_t x = m.Tensor({kFloat, {2}, PlannedLocation{1, 0}});
-  uint32_t y = m.Tensor({kFloat, {2}, PlannedLocation{1, 16}});
+  uint32_t x = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 16}});
   uint32_t inf = m.Double(std::numeric_limits<double>::infinity());
   uint32_t ninf = m.Double(-std::numeric_limits<double>::infinity());
   uint32_t nan = m.Double(std::numeric_limits<double>::quiet_NaN());
@@ -560,8 +560,8 @@ TEST(CliMessages, ControlCharactersInNamesAreEscaped) {
   ScopedDir d("messages_escape");
   ProgramBuilder b;
   auto& m = b.AddMethod("fwd\x1b]0;pwned\x07\x1b[2J");
-  uint32_t x = m.Tensor({kFloat, {2}, PlannedLocation{1, 0}});
-  uint32_t y = m.Tensor({kFloat, {2}, PlannedLocation{1, 16}});
+  uint32_t x = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 16}});
   uint32_t op = m.Operator("aten::relu\x1b[31m", "out");
   m.KernelCall(op, {static_cast<int32_t>(x), static_cast<int32_t>(y)});
   m.Inputs({static_cast<int32_t>(x)});

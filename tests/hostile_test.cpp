@@ -966,7 +966,7 @@ TEST(HostileConfig, FromJsonValidates) {
   for (const char* j :
        {R"({"segment_alignment": 48})", R"({"constant_tensor_alignment": 0})", R"({"ptd_segment_alignment": 12})"}) {
     try {
-      BackendConfig::FromJson(nlohmann::json::parse(j));
+      ConfigFromJson(nlohmann::json::parse(j));
       ADD_FAILURE() << j << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.finding().code, "bad-config") << j;

@@ -309,9 +309,9 @@ const std::vector<FrameSpec> kStack = {{"model.py", 12, "forward", "x + self.bia
 // x + bias, the README's example, with a container meta and stack frames.
 void AddProgram(Twin& t, const std::string& method = "forward", uint8_t seed = 1) {
   auto& m = t.AddMethod(method);
-  uint32_t x = m.Tensor({kFloat, {2}, PlannedLocation{1, 0}});
-  uint32_t w = m.ConstantTensor({kFloat, {2}}, Pattern(8, seed), method + ".bias");
-  uint32_t y = m.Tensor({kFloat, {2}, PlannedLocation{1, 16}});
+  uint32_t x = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 0}});
+  uint32_t w = m.ConstantTensor({ScalarType::kFloat, {2}}, Pattern(8, seed), method + ".bias");
+  uint32_t y = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 16}});
   uint32_t alpha = m.Int(1);
   m.KernelCall(m.Operator("aten::add", "out"), {int(x), int(w), int(alpha), int(y), int(y)}, kStack);
   m.Inputs({int(x)});
@@ -323,13 +323,13 @@ void AddProgram(Twin& t, const std::string& method = "forward", uint8_t seed = 1
 // Several constants of odd sizes and types, two of them identical.
 void ConstantsProgram(Twin& t) {
   auto& m = t.AddMethod("forward");
-  uint32_t x = m.Tensor({kFloat, {4}, PlannedLocation{1, 0}});
-  uint32_t a = m.ConstantTensor({kFloat, {4}}, Floats({1, 2, 3, 4}), "a");
-  uint32_t b = m.ConstantTensor({kByte, {3}}, Pattern(3, 9), "b");
-  uint32_t c = m.ConstantTensor({kLong, {5}}, Pattern(40, 3), "c");
-  uint32_t d = m.ConstantTensor({kFloat, {4}}, Floats({1, 2, 3, 4}), "d");  // same bytes as a
-  uint32_t e = m.ConstantTensor({kHalf, {2, 3}}, Pattern(12, 77), "e");
-  uint32_t y = m.Tensor({kFloat, {4}, PlannedLocation{1, 16}});
+  uint32_t x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
+  uint32_t a = m.ConstantTensor({ScalarType::kFloat, {4}}, Floats({1, 2, 3, 4}), "a");
+  uint32_t b = m.ConstantTensor({ScalarType::kByte, {3}}, Pattern(3, 9), "b");
+  uint32_t c = m.ConstantTensor({ScalarType::kLong, {5}}, Pattern(40, 3), "c");
+  uint32_t d = m.ConstantTensor({ScalarType::kFloat, {4}}, Floats({1, 2, 3, 4}), "d");  // same bytes as a
+  uint32_t e = m.ConstantTensor({ScalarType::kHalf, {2, 3}}, Pattern(12, 77), "e");
+  uint32_t y = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 16}});
   uint32_t op = m.Operator("aten::mul", "out");
   m.KernelCall(op, {int(x), int(a), int(y)}, kStack);
   m.KernelCall(op, {int(y), int(d), int(y)}, kStack);
@@ -343,13 +343,13 @@ void ConstantsProgram(Twin& t) {
 // Every EValue kind and every instruction kind.
 void AllKindsProgram(Twin& t) {
   auto& m = t.AddMethod("forward");
-  uint32_t x = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 0}});
-  TensorSpec dyn{kFloat, {3, 2}, PlannedLocation{1, 32}};
+  uint32_t x = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 0}});
+  TensorSpec dyn{ScalarType::kFloat, {3, 2}, PlannedLocation{1, 32}};
   dyn.dim_order = {1, 0};
-  dyn.shape_dynamism = 1;
+  dyn.shape_dynamism = ShapeDynamism::kDynamicBound;
   dyn.requires_grad = true;
   uint32_t y = m.Tensor(dyn);
-  TensorSpec far{kInt, {1}, PlannedLocation{2, (uint64_t{5} << 32) + 64}};
+  TensorSpec far{ScalarType::kInt, {1}, PlannedLocation{2, (uint64_t{5} << 32) + 64}};
   uint32_t z = m.Tensor(far);
   uint32_t n = m.Null();
   uint32_t i1 = m.Int(-7);
@@ -388,14 +388,15 @@ void AllKindsProgram(Twin& t) {
 // trainable weight with an initial state.
 void MutableProgram(Twin& t, bool twin_buffers = false) {
   auto& m = t.AddMethod("forward");
-  uint32_t x = m.Tensor({kFloat, {4}, PlannedLocation{1, 0}});
-  uint32_t cache = m.MutableBuffer({kFloat, {4}, PlannedLocation{1, 16}}, "k_cache", Pattern(16, 5));
-  uint32_t count = m.MutableBuffer({kLong, {1}, PlannedLocation{1, 32}}, "count");
-  uint32_t w = m.MutableBuffer({kFloat, {2}, PlannedLocation{1, 48}}, "lin.weight", Pattern(8, 40));
-  uint32_t cache2 = twin_buffers ? m.MutableBuffer({kFloat, {4}, PlannedLocation{1, 64}}, "v_cache", Pattern(16, 5))
-                                 : m.Tensor({kFloat, {4}, PlannedLocation{1, 64}});
-  uint32_t bias = m.ConstantTensor({kFloat, {4}}, Floats({0.5f, 0.25f, 0, 1}), "bias");
-  uint32_t y = m.Tensor({kFloat, {4}, PlannedLocation{1, 80}});
+  uint32_t x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
+  uint32_t cache = m.MutableBuffer({ScalarType::kFloat, {4}, PlannedLocation{1, 16}}, "k_cache", Pattern(16, 5));
+  uint32_t count = m.MutableBuffer({ScalarType::kLong, {1}, PlannedLocation{1, 32}}, "count");
+  uint32_t w = m.MutableBuffer({ScalarType::kFloat, {2}, PlannedLocation{1, 48}}, "lin.weight", Pattern(8, 40));
+  uint32_t cache2 = twin_buffers
+                        ? m.MutableBuffer({ScalarType::kFloat, {4}, PlannedLocation{1, 64}}, "v_cache", Pattern(16, 5))
+                        : m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 64}});
+  uint32_t bias = m.ConstantTensor({ScalarType::kFloat, {4}}, Floats({0.5f, 0.25f, 0, 1}), "bias");
+  uint32_t y = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 80}});
   m.KernelCall(m.Operator("aten::index_put_"), {int(cache), int(x), int(count), int(w), int(cache2), int(bias), int(y)},
                kStack);
   m.Inputs({int(x)});
@@ -409,9 +410,9 @@ void MutableProgram(Twin& t, bool twin_buffers = false) {
 void DelegateProgram(Twin& t, int n, size_t size, bool shared, bool with_constant, bool empty_payload = false,
                      const std::string& method = "forward") {
   auto& m = t.AddMethod(method);
-  uint32_t x = m.Tensor({kFloat, {8}, PlannedLocation{1, 0}});
-  uint32_t y = m.Tensor({kFloat, {8}, PlannedLocation{1, 32}});
-  uint32_t w = with_constant ? m.ConstantTensor({kFloat, {3}}, Pattern(12, 2), "w") : x;
+  uint32_t x = m.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 32}});
+  uint32_t w = with_constant ? m.ConstantTensor({ScalarType::kFloat, {3}}, Pattern(12, 2), "w") : x;
   for (int i = 0; i < n; ++i) {
     std::vector<uint8_t> payload =
         empty_payload ? std::vector<uint8_t>{} : Pattern(size, static_cast<uint8_t>(shared ? 100 : 100 + 13 * i));
@@ -435,15 +436,15 @@ void MultiMethodProgram(Twin& t) {
 // Weights of a small LLM-like model with names for external placement.
 void WeightsProgram(Twin& t, bool duplicate = false) {
   auto& m = t.AddMethod("forward");
-  uint32_t x = m.Tensor({kFloat, {4}, PlannedLocation{1, 0}});
-  uint32_t e = m.ConstantTensor({kFloat, {4, 4}}, Pattern(64, 11), "tok_embeddings.weight");
-  uint32_t q = m.ConstantTensor({kFloat, {4, 4}}, Pattern(64, 22), "layers.0.attention.wq.weight");
-  uint32_t k =
-      m.ConstantTensor({kFloat, {4, 4}}, duplicate ? Pattern(64, 22) : Pattern(64, 33), "layers.0.attention.wk.weight");
-  uint32_t n = m.ConstantTensor({kFloat, {4}}, Floats({1, 1, 1, 1}), "norm.weight");
-  uint32_t o = m.ConstantTensor({kBFloat16, {4, 2}}, Pattern(16, 44), "output.weight");
-  uint32_t small = m.ConstantTensor({kChar, {3}}, Pattern(3, 55), "");  // unnamed: stays
-  uint32_t y = m.Tensor({kFloat, {4}, PlannedLocation{1, 16}});
+  uint32_t x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
+  uint32_t e = m.ConstantTensor({ScalarType::kFloat, {4, 4}}, Pattern(64, 11), "tok_embeddings.weight");
+  uint32_t q = m.ConstantTensor({ScalarType::kFloat, {4, 4}}, Pattern(64, 22), "layers.0.attention.wq.weight");
+  uint32_t k = m.ConstantTensor({ScalarType::kFloat, {4, 4}}, duplicate ? Pattern(64, 22) : Pattern(64, 33),
+                                "layers.0.attention.wk.weight");
+  uint32_t n = m.ConstantTensor({ScalarType::kFloat, {4}}, Floats({1, 1, 1, 1}), "norm.weight");
+  uint32_t o = m.ConstantTensor({ScalarType::kBFloat16, {4, 2}}, Pattern(16, 44), "output.weight");
+  uint32_t small = m.ConstantTensor({ScalarType::kChar, {3}}, Pattern(3, 55), "");  // unnamed: stays
+  uint32_t y = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 16}});
   uint32_t op = m.Operator("aten::linear", "out");
   m.KernelCall(op, {int(x), int(e), int(q), int(k), int(n), int(o), int(small), int(y)}, kStack);
   m.Inputs({int(x)});
@@ -463,9 +464,9 @@ void NamedDataProgram(Twin& t, const std::vector<uint64_t>& alignments, const st
 // A named mutable buffer whose initial state equals an earlier constant.
 void StateEqualsConstantProgram(Twin& t) {
   auto& m = t.AddMethod("forward");
-  uint32_t x = m.Tensor({kFloat, {4}, PlannedLocation{1, 0}});
-  uint32_t c = m.ConstantTensor({kFloat, {4}}, Pattern(16, 5), "c");
-  uint32_t st = m.MutableBuffer({kFloat, {4}, PlannedLocation{1, 16}}, "state", Pattern(16, 5));
+  uint32_t x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
+  uint32_t c = m.ConstantTensor({ScalarType::kFloat, {4}}, Pattern(16, 5), "c");
+  uint32_t st = m.MutableBuffer({ScalarType::kFloat, {4}, PlannedLocation{1, 16}}, "state", Pattern(16, 5));
   m.KernelCall(m.Operator("aten::add", "out"), {int(x), int(c), int(st)});
   m.Inputs({int(x)});
   m.Outputs({int(st)});

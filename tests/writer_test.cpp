@@ -44,13 +44,13 @@ Model MakeModel() {
   m.blob = Pattern(300, 6);
   ProgramBuilder b;
   auto& f = b.AddMethod("forward");
-  uint32_t x = f.Tensor({kFloat, {3, 5}, PlannedLocation{1, 0}});
-  uint32_t w1 = f.ConstantTensor({kFloat, {3, 5}}, m.w1, "layer.weight");
-  uint32_t w2 = f.ConstantTensor({kHalf, {7}}, m.w2, "layer.scale");
-  uint32_t b1 = f.ConstantTensor({kLong, {3}}, m.b1);
-  uint32_t w1_again = f.ConstantTensor({kFloat, {3, 5}}, m.w1, "tied.weight");  // deduplicated
-  uint32_t st = f.MutableBuffer({kFloat, {4}, PlannedLocation{1, 64}}, "counter", m.state);
-  uint32_t y = f.Tensor({kFloat, {3, 5}, PlannedLocation{1, 128}});
+  uint32_t x = f.Tensor({ScalarType::kFloat, {3, 5}, PlannedLocation{1, 0}});
+  uint32_t w1 = f.ConstantTensor({ScalarType::kFloat, {3, 5}}, m.w1, "layer.weight");
+  uint32_t w2 = f.ConstantTensor({ScalarType::kHalf, {7}}, m.w2, "layer.scale");
+  uint32_t b1 = f.ConstantTensor({ScalarType::kLong, {3}}, m.b1);
+  uint32_t w1_again = f.ConstantTensor({ScalarType::kFloat, {3, 5}}, m.w1, "tied.weight");  // deduplicated
+  uint32_t st = f.MutableBuffer({ScalarType::kFloat, {4}, PlannedLocation{1, 64}}, "counter", m.state);
+  uint32_t y = f.Tensor({ScalarType::kFloat, {3, 5}, PlannedLocation{1, 128}});
   uint32_t alpha = f.Double(0.5);
   uint32_t op = f.Operator("aten::add", "out");
   uint32_t del = f.Delegate("TestBackend", m.delegate, {{"mode", Bytes::Copy("fast", 4)}});

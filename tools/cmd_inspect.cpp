@@ -3,40 +3,13 @@
 #include <iostream>
 
 #include "config/backend_config.h"
-#include "serialize/model/package.h"
+#include "serialize/api/read_api.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
-#include "serialize/read/restore.h"
-#include "serialize/write/infer_config.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
 namespace {
-
-struct Loaded {
-  std::unique_ptr<PteFile> pte;
-  std::unique_ptr<PtdFile> lone_ptd;  // when FILE itself is a .ptd
-  std::vector<std::unique_ptr<PtdFile>> ptds;
-  std::vector<const PtdFile*> ptd_ptrs() const {
-    std::vector<const PtdFile*> v;
-    for (const auto& p : ptds) v.push_back(p.get());
-    return v;
-  }
-};
-
-Loaded Load(const std::string& file, const std::vector<std::string>& ptd_paths, const ReadOptions& ro) {
-  Loaded l;
-  if (IsPtdFile(file)) {
-    l.lone_ptd = PtdFile::Open(file, ro);
-    return l;
-  }
-  l.pte = PteFile::Open(file, ro);
-  for (const auto& p : ptd_paths) l.ptds.push_back(PtdFile::Open(p, ro));
-  if (!ptd_paths.empty()) l.pte->CheckExternalKeys(l.ptd_ptrs());
-  return l;
-}
 
 struct Common {
   std::string file;
@@ -70,89 +43,7 @@ void AddCommon(CLI::App* c, Common& o) {
               "current ones do not: `ptepack repack --upgrade-ptd` rewrites them)");
 }
 
-nlohmann::json LayoutJson(int scalar_type, std::vector<int64_t> sizes, std::vector<int64_t> dim_order,
-                          std::optional<uint64_t> bytes) {
-  nlohmann::json j{{"dtype", ScalarTypeName(scalar_type)}, {"shape", sizes}, {"dim_order", dim_order}};
-  j["bytes"] = bytes ? nlohmann::json(*bytes) : nlohmann::json(nullptr);
-  return j;
-}
-
-// Adds to each external tensor of `d` its dtype, shape, dim order and bytes,
-// and those of its .ptd entry (when a given .ptd holds the key), so that a
-// script can compare them.
-void AddExternalLayouts(nlohmann::json& d, const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
-  const auto* p = pte.program();
-  if (!p || !p->execution_plan() || !d.contains("external_tensors")) return;
-  for (auto& e : d["external_tensors"]) {
-    const std::string method = e.value("method", "");
-    const size_t vi = e.value("value", size_t{0});
-    for (const auto* plan : *p->execution_plan()) {
-      if (!plan->name() || plan->name()->str() != method || !plan->values() || vi >= plan->values()->size()) continue;
-      const auto* t = plan->values()->Get(static_cast<flatbuffers::uoffset_t>(vi))->val_as_Tensor();
-      if (!t) continue;
-      std::vector<int64_t> sizes, dims;
-      if (t->sizes()) sizes.assign(t->sizes()->begin(), t->sizes()->end());
-      if (t->dim_order()) dims.assign(t->dim_order()->begin(), t->dim_order()->end());
-      nlohmann::json l = LayoutJson(static_cast<int>(t->scalar_type()), sizes, dims, TensorNbytes(*t));
-      for (auto it = l.begin(); it != l.end(); ++it) e[it.key()] = it.value();
-      break;
-    }
-    for (const PtdFile* ptd : ptds) {
-      for (const auto& pe : ptd->entries()) {
-        if (pe.key != e.value("key", "")) continue;
-        nlohmann::json pj = pe.has_layout
-                                ? LayoutJson(pe.scalar_type, std::vector<int64_t>(pe.sizes.begin(), pe.sizes.end()),
-                                             std::vector<int64_t>(pe.dim_order.begin(), pe.dim_order.end()), pe.size)
-                                : nlohmann::json{{"bytes", pe.size}};
-        pj["file"] = ptd->name();
-        e["ptd_entry"] = pj;
-      }
-    }
-  }
-}
-
-// A .pte with external tensors verified without any .ptd: nothing about them
-// was checked; say so (a warning, an error with --strict).
-void NoteUncheckedExternal(PteFile& pte) {
-  std::vector<std::string> keys = pte.ExternalKeys();
-  if (keys.empty()) return;
-  std::string list;
-  for (size_t i = 0; i < keys.size() && i < 8; ++i) list += (i ? ", " : "") + keys[i];
-  if (keys.size() > 8) list += ", ...";
-  pte.mutable_report().Warn("external-not-checked",
-                            std::to_string(keys.size()) + " external tensors need a .ptd; not checked (keys: " + list +
-                                "); give the data files with --ptd",
-                            std::nullopt, "--ptd FILE.ptd", "no .ptd");
-}
-
-// The config the file was written with, as `repack` infers it, and whether
-// each segment starts where that segment alignment puts it. Where it cannot
-// be inferred (invalid file, external data not given) the reason is said.
-void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
-  uint64_t segment_alignment = 0;
-  try {
-    if (!pte.ok()) throw Error("invalid", "the file has errors");
-    Package pkg = PackageFromPte(pte, ptds);
-    InferredConfig inf = InferConfig(pte, pkg, ptds);
-    d["config"] = inf.config.ToJson();
-    d["config"]["reproduces_file_exactly"] = inf.exact;
-    segment_alignment = inf.config.segment_alignment;
-  } catch (const Error& e) {
-    d["config"] = {{"inferred", false}, {"reason", e.finding().message}};
-  }
-  if (segment_alignment == 0 || !d.contains("segments")) return;
-  for (auto& s : d["segments"]) {
-    s["segment_alignment"] = segment_alignment;
-    s["aligned"] = s["file_offset"].get<uint64_t>() % segment_alignment == 0;
-  }
-}
-
 }  // namespace
-
-bool IsPtdFile(const std::string& path) {
-  auto m = MappedFile::Open(path);
-  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
-}
 
 void RegisterInspect(CLI::App& app) {
   auto o = std::make_shared<Common>();
@@ -167,10 +58,8 @@ void RegisterInspect(CLI::App& app) {
     ro.segment_alignment = o->segment_alignment;
     ro.tensor_alignment = o->tensor_alignment;
     ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
-    Loaded l = Load(o->file, o->ptds, ro);
-    nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
-    if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
-    if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
+    LoadedFiles l = LoadFiles(o->file, o->ptds, ro);
+    nlohmann::json d = InspectDocument(l);
     if (o->json) {
       std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
@@ -209,29 +98,13 @@ void RegisterVerify(CLI::App& app) {
     ro.segment_alignment = o->segment_alignment;
     ro.tensor_alignment = o->tensor_alignment;
     ro.allow_legacy_ptd = o->allow_legacy_ptd;
-    Loaded l = Load(o->file, o->ptds, ro);
-    if (l.pte && l.ptds.empty() && l.pte->program()) NoteUncheckedExternal(*l.pte);
-    std::vector<const Report*> reports;
-    if (l.pte) reports.push_back(&l.pte->report());
-    if (l.lone_ptd) reports.push_back(&l.lone_ptd->report());
-    for (const auto& p : l.ptds) reports.push_back(&p->report());
-    bool ok = true;
-    size_t warnings = 0;
-    std::vector<std::string> unchecked;
-    size_t external_unchecked = 0;
-    for (const Report* r : reports) {
-      ok = ok && r->ok();
-      for (const auto& f : r->findings()) {
-        if (f.severity != Finding::Severity::kWarning) continue;
-        ++warnings;
-        if (f.code == "external-not-checked") {
-          external_unchecked = l.pte ? l.pte->ExternalKeys().size() : 0;
-          unchecked.push_back("external tensors (no --ptd)");
-        }
-        if (f.code == "legacy-format") unchecked.push_back("a legacy-layout .ptd, accepted for older runtimes only");
-      }
-    }
-    if (*strict && warnings > 0) ok = false;
+    LoadedFiles l = LoadFiles(o->file, o->ptds, ro);
+    const Verdict verdict = Judge(l, *strict);
+    std::vector<const Report*> reports = l.reports();
+    bool ok = verdict.ok;
+    const size_t warnings = verdict.warnings;
+    const std::vector<std::string>& unchecked = verdict.unchecked;
+    const size_t external_unchecked = verdict.external_unchecked;
     const bool sums = *checksum || !io->write_manifest.empty() || !io->manifest.empty();
     IntegrityResult ir;
     if (sums && ok) {
@@ -244,11 +117,8 @@ void RegisterVerify(CLI::App& app) {
       ok = ir.ok();
     }
     if (o->json) {
-      nlohmann::json j{{"file", o->file},
-                       {"valid", ok},
-                       {"strict", *strict},
-                       {"not_checked", unchecked},
-                       {"findings", FindingsJson(reports)}};
+      nlohmann::json j = VerdictJson(o->file, verdict, *strict, reports);
+      j["valid"] = ok;
       if (!ir.files.empty()) j["checksums"] = ManifestJson(ir.files)["files"];
       if (!io->write_manifest.empty() && !ir.files.empty()) j["manifest_written"] = io->write_manifest;
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "serialize/api/read_api.h"
 #include "serialize/bundle/bundle.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"

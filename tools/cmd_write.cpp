@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/backend_config.h"
+#include "ptepack/repack.h"
+#include "serialize/api/read_api.h"
 #include "serialize/format/program_json.h"
 #include "serialize/model/package.h"
 #include "serialize/model/spec.h"
@@ -61,42 +63,6 @@ void Apply(const Overrides& o, BackendConfig& c) {
   if (o.emit_mutable_buffer_names) c.emit_mutable_buffer_names = *o.emit_mutable_buffer_names;
   if (!o.order.empty()) ParseFlatbufferOrder(o.order, &c.flatbuffer_order);
   c.Validate();
-}
-
-struct Input {
-  std::unique_ptr<PteFile> pte;
-  std::vector<std::unique_ptr<PtdFile>> ptds;
-  std::vector<const PtdFile*> ptrs;
-  std::vector<std::string> paths;
-};
-
-Input LoadInput(const std::string& in, const std::vector<std::string>& ptds) {
-  Input i;
-  i.pte = PteFile::Open(in);
-  i.paths.push_back(in);
-  for (const auto& p : ptds) {
-    i.ptds.push_back(PtdFile::Open(p));
-    i.ptrs.push_back(i.ptds.back().get());
-    i.paths.push_back(p);
-  }
-  for (const auto& r : {&i.pte->report()}) r->ThrowIfError();
-  for (const auto& p : i.ptds) p->report().ThrowIfError();
-  // A program whose tensors live in .ptd files cannot be rewritten without
-  // them. (verify without --ptd checks the program alone and says so.)
-  {
-    auto probe = PteFile::Open(in);
-    probe->CheckExternalKeys(i.ptrs);
-    for (const auto& f : probe->report().findings()) {
-      if (f.code != "dangling-external-key") continue;
-      Finding e = f;
-      e.code = "missing-ptd";
-      e.message = f.message + (ptds.empty() ? "; the program keeps tensors in a separate .ptd data file: give it with "
-                                              "--ptd FILE.ptd"
-                                            : "; give the .ptd file that holds it with --ptd");
-      throw Error(std::move(e));
-    }
-  }
-  return i;
 }
 
 // Re-reads what was written and fails loudly if it does not verify.
@@ -176,25 +142,36 @@ void PrintDryRun(const WriteResult& r, bool json) {
   }
 }
 
-// Writes, re-reads and verifies the outputs, prints the summary and sets the
-// exit code.
-WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
-                           const OutputFlags& f, nlohmann::json extra = nlohmann::json::object()) {
+WriteOptions MakeWriteOptions(const OutputFlags& f, const std::vector<std::string>& inputs = {}) {
   WriteOptions wo{inputs, f.in_place, ProgressPrinter(f.quiet)};
   wo.force = f.force;
   wo.dry_run = f.dry_run;
-  WriteResult r = WritePackage(pkg, cfg, f.out, wo);
+  return wo;
+}
+
+// Re-reads and verifies what was written, prints the summary and sets the
+// exit code.
+void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputFlags& f,
+                   nlohmann::json extra = nlohmann::json::object()) {
   if (f.dry_run) {
     PrintDryRun(r, f.json);
     g_exit = kOk;
-    return r;
+    return;
   }
   nlohmann::json j;
   bool ok = CheckOutputs(r, f.quiet, &j);
-  j["config"] = cfg.ToJson();
+  j["config"] = ConfigToJson(cfg);
   j.update(extra);
   if (f.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   g_exit = ok ? kOk : kFailed;
+}
+
+// Writes, re-reads and verifies the outputs, prints the summary and sets the
+// exit code.
+WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+                           const OutputFlags& f) {
+  WriteResult r = WritePackage(pkg, cfg, f.out, MakeWriteOptions(f, inputs));
+  ReportWritten(r, cfg, f);
   return r;
 }
 
@@ -223,36 +200,19 @@ void RegisterRepack(CLI::App& app) {
   AddOutputFlags(c, o->out, true);
   c->callback([o]() {
     ResolveOutput(o->out, o->in);
-    Input in = LoadInput(o->in, o->ptds);
-    Package pkg = PackageFromPte(*in.pte, in.ptrs);
-    InferredConfig inf = InferConfig(*in.pte, pkg, in.ptrs);
-    BackendConfig cfg = inf.config;
-    Apply(o->ov, cfg);
-    if (o->upgrade_ptd) {
-      for (auto& ef : pkg.external) UpgradeLegacy(ef);
-    }
-    WriteAndReport(pkg, cfg, in.paths, o->out, {{"input_reproducible", inf.exact}});
+    RepackOptions ro;
+    ro.ptd = o->ptds;
+    ro.edit = [o](BackendConfig& cfg) { Apply(o->ov, cfg); };
+    ro.upgrade_ptd = o->upgrade_ptd;
+    ro.write = MakeWriteOptions(o->out);
+    RepackResult r = Repack(o->in, o->out.out, ro);
+    ReportWritten(r.written, r.config, o->out, {{"input_reproducible", r.input_reproducible}});
     // --emit-* true cannot bring back what the input no longer has: say so.
-    bool traces = false, names = false;
-    if (const auto* plans = in.pte->program() ? in.pte->program()->execution_plan() : nullptr) {
-      for (const auto* plan : *plans) {
-        if (plan->chains()) {
-          for (const auto* ch : *plan->chains()) traces = traces || (ch->stacktrace() && ch->stacktrace()->size());
-        }
-        if (!plan->values()) continue;
-        for (const auto* v : *plan->values()) {
-          if (v->val_type() != executorch_flatbuffer::KernelTypes::Tensor || !v->val()) continue;
-          const auto* eti = v->val_as_Tensor()->extra_tensor_info();
-          names = names || (eti && eti->fully_qualified_name() &&
-                            eti->location() != executorch_flatbuffer::TensorDataLocation::EXTERNAL);
-        }
-      }
-    }
-    if (o->ov.emit_stacktrace.value_or(false) && !traces) {
+    if (o->ov.emit_stacktrace.value_or(false) && !r.input_has_stacktrace) {
       std::cerr << "ptepack: note: " << o->in
                 << " has no stack traces; --emit-stacktrace true cannot add them (re-export with them)\n";
     }
-    if (o->ov.emit_mutable_buffer_names.value_or(false) && !names) {
+    if (o->ov.emit_mutable_buffer_names.value_or(false) && !r.input_has_mutable_buffer_names) {
       std::cerr << "ptepack: note: " << o->in
                 << " has no mutable buffer names; --emit-mutable-buffer-names true cannot add them\n";
     }
@@ -280,16 +240,15 @@ void RegisterSplit(CLI::App& app) {
   AddOutputFlags(c, o->out, true);
   c->callback([o]() {
     ResolveOutput(o->out, o->in);
-    Input in = LoadInput(o->in, o->ptds);
-    Package pkg = PackageFromPte(*in.pte, in.ptrs);
-    BackendConfig cfg = InferConfig(*in.pte, pkg, in.ptrs).config;
-    Apply(o->ov, cfg);
-    cfg.external_constants = true;
-    cfg.external_tag = o->tag;
-    cfg.external_mutable_weights = o->mutable_weights;
-    cfg.inline_constants = false;
-    cfg.Validate();
-    WriteResult r = WriteAndReport(pkg, cfg, in.paths, o->out);
+    SplitOptions so;
+    so.tag = o->tag;
+    so.mutable_weights = o->mutable_weights;
+    so.ptd = o->ptds;
+    so.edit = [o](BackendConfig& cfg) { Apply(o->ov, cfg); };
+    so.write = MakeWriteOptions(o->out);
+    RepackResult rr = Split(o->in, o->out.out, so);
+    ReportWritten(rr.written, rr.config, o->out);
+    const WriteResult& r = rr.written;
     if (r.ptds.empty()) {
       std::cerr << "ptepack: note: " << o->in << " has no constants to move (none stored in the program"
                 << (o->mutable_weights ? ", no mutable weights" : "") << "); no " << o->tag << ".ptd was "
@@ -338,7 +297,7 @@ void RegisterExtract(CLI::App& app) {
   c->add_flag("--dry-run", o->dry_run, "List the files that would be written; write nothing");
   c->callback([o]() {
     namespace fs = std::filesystem;
-    Input in = LoadInput(o->in, o->ptds);
+    ValidInput in = LoadValidInput(o->in, o->ptds);
     // Everything to write, in order: (file name, bytes).
     std::vector<std::pair<std::string, Bytes>> files;
     nlohmann::json index;

@@ -28,9 +28,6 @@ void RegisterExtract(CLI::App& app);
 void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
 
-// True if `path` starts like a .ptd (FlatTensor) file.
-bool IsPtdFile(const std::string& path);
-
 // `s` with control characters (and DEL) shown as \xNN, so that names read
 // from a file cannot drive the user's terminal.
 inline std::string EscapeControl(const std::string& s, bool keep_newlines = false) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "ptepack/error.h"
+#include "ptepack/version.h"
 #include "serialize/io/file_io.h"
 #include "tools/commands.h"
 
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
       "or an output that would not be valid (nothing is written)."};
   ptepack::InstallInterruptHandlers();
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ptepack 0.1.0");
+  app.set_version_flag("--version", std::string("ptepack ") + PTEPACK_VERSION_STRING);
   RegisterInspect(app);
   RegisterVerify(app);
   RegisterPack(app);

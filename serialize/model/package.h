@@ -14,36 +14,11 @@
 #include <vector>
 
 #include "config/backend_config.h"
+#include "ptepack/package.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/io/file_io.h"
 
 namespace ptepack {
-
-struct NamedBlob {
-  std::string key;
-  Bytes data;
-  uint64_t alignment = 1;
-  std::shared_ptr<fb::Table> tensor_layout;  // flat_tensor_flatbuffer.TensorLayout, optional
-  bool legacy_tensor = false;                // legacy layout: goes in the shared tensor segment
-};
-
-// One .ptd file to write: "<tag>.ptd" next to the .pte.
-struct ExternalFile {
-  std::string tag;
-  std::vector<NamedBlob> entries;
-  // Write the FlatTensor layout of before June 2025 (tensors list with a
-  // shared, tensor_alignment-padded segment), to reproduce such files.
-  bool legacy = false;
-  uint32_t legacy_tensor_alignment = 16;
-  bool legacy_named_data_field = true;  // files before March 2025 had no named_data
-};
-
-struct Package {
-  std::shared_ptr<fb::Table> program;  // executorch_flatbuffer.Program
-  std::optional<std::vector<Bytes>> mutable_data;
-  std::vector<NamedBlob> named_data;   // blobs stored in the .pte
-  std::vector<ExternalFile> external;  // blobs stored in .ptd files
-};
 
 // Turns a legacy-layout ExternalFile into the current layout: each tensor
 // becomes a named blob of exactly its layout's size (legacy entries carry the

@@ -158,7 +158,7 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
     info.method = F(plan, "name").str;
     info.value_index = vi;
     info.name = eti.table ? F(*eti.table, "fully_qualified_name").str : "";
-    info.scalar_type = static_cast<int>(fb::AsInt(F(t, "scalar_type")));
+    info.scalar_type = static_cast<ScalarType>(fb::AsInt(F(t, "scalar_type")));
     for (size_t k = 0; k + 4 <= F(t, "sizes").scalars.size; k += 4) {
       info.sizes.push_back(static_cast<int32_t>(LoadU32(F(t, "sizes").scalars.data + k)));
     }

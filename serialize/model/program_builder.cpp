@@ -1,7 +1,10 @@
 #include "serialize/model/program_builder.h"
 
+#include <map>
+
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
+#include "serialize/model/dedup.h"
 
 namespace ptepack {
 
@@ -39,46 +42,79 @@ uint8_t InstructionTag(const char* kind) {
 
 }  // namespace
 
-ProgramBuilder::ProgramBuilder() {
-  constants_.push_back(Bytes{});
-  mutable_.push_back(Bytes{});
+struct ProgramBuilder::Method::State {
+  std::vector<fb::Value> values_, operators_, delegates_, instructions_, frames_;
+  bool any_frames_ = false;
+  std::vector<int32_t> inputs_, outputs_;
+  std::vector<int64_t> buffer_sizes_{0};
+  std::optional<std::pair<std::string, std::string>> meta_;
+};
+
+struct ProgramBuilder::State {
+  std::vector<std::unique_ptr<Method>> methods_;
+  std::vector<Bytes> constants_;  // [0] placeholder
+  DedupIndex constants_dedup_;
+  std::vector<Bytes> mutable_;  // [0] placeholder
+  std::vector<Bytes> delegate_data_;
+  std::vector<NamedBlob> named_;
+  std::map<std::pair<size_t, uint32_t>, std::string> constant_names_;
+};
+
+ProgramBuilder::Method::Method(ProgramBuilder* owner, std::string name)
+    : owner_(owner), name_(std::move(name)), s_(std::make_unique<State>()) {}
+ProgramBuilder::Method::~Method() = default;
+
+void ProgramBuilder::Method::Inputs(const std::vector<int32_t>& v) { s_->inputs_ = v; }
+void ProgramBuilder::Method::Outputs(const std::vector<int32_t>& v) { s_->outputs_ = v; }
+void ProgramBuilder::Method::PlannedBufferSizes(const std::vector<int64_t>& v) { s_->buffer_sizes_ = v; }
+void ProgramBuilder::Method::ContainerMeta(const std::string& inputs, const std::string& outputs) {
+  s_->meta_ = {inputs, outputs};
+}
+
+ProgramBuilder::~ProgramBuilder() = default;
+
+uint64_t ProgramBuilder::dedup_bytes_saved() const { return s_->constants_dedup_.bytes_saved(); }
+
+ProgramBuilder::ProgramBuilder() : s_(std::make_unique<State>()) {
+  s_->constants_.push_back(Bytes{});
+  s_->mutable_.push_back(Bytes{});
 }
 
 ProgramBuilder::Method& ProgramBuilder::AddMethod(const std::string& name) {
-  for (const auto& m : methods_) {
+  for (const auto& m : s_->methods_) {
     if (m->name_ == name) throw Error("bad-program", "method \"" + name + "\" added twice");
   }
-  methods_.push_back(std::unique_ptr<Method>(new Method(this, name)));
-  return *methods_.back();
+  s_->methods_.push_back(std::unique_ptr<Method>(new Method(this, name)));
+  return *s_->methods_.back();
 }
 
 void ProgramBuilder::AddNamedData(const std::string& key, Bytes data, uint64_t alignment) {
-  for (const auto& n : named_) {
+  for (const auto& n : s_->named_) {
     if (n.key == key) throw Error("duplicate-key", "named data key \"" + key + "\" added twice");
   }
-  named_.push_back(NamedBlob{key, std::move(data), alignment, nullptr, false});
+  s_->named_.push_back(NamedBlob{key, std::move(data), alignment, nullptr, false});
 }
 
 uint32_t ProgramBuilder::AddConstant(Bytes data) {
-  auto existing = constants_dedup_.FindOrAdd(data, constants_.size());
+  auto existing = s_->constants_dedup_.FindOrAdd(data, s_->constants_.size());
   if (existing) return static_cast<uint32_t>(*existing);
-  constants_.push_back(std::move(data));
-  return static_cast<uint32_t>(constants_.size() - 1);
+  s_->constants_.push_back(std::move(data));
+  return static_cast<uint32_t>(s_->constants_.size() - 1);
 }
 
 uint32_t ProgramBuilder::AddMutable(Bytes data) {
-  mutable_.push_back(std::move(data));
-  return static_cast<uint32_t>(mutable_.size() - 1);
+  s_->mutable_.push_back(std::move(data));
+  return static_cast<uint32_t>(s_->mutable_.size() - 1);
 }
 
 uint32_t ProgramBuilder::AddDelegateData(Bytes data) {
-  delegate_data_.push_back(std::move(data));
-  return static_cast<uint32_t>(delegate_data_.size() - 1);
+  s_->delegate_data_.push_back(std::move(data));
+  return static_cast<uint32_t>(s_->delegate_data_.size() - 1);
 }
 
 std::shared_ptr<fb::Table> ProgramBuilder::Method::TensorTable(const TensorSpec& spec) {
-  if (ScalarTypeSize(spec.scalar_type) == 0) {
-    throw Error("bad-program", "unknown scalar type " + std::to_string(spec.scalar_type));
+  if (ScalarTypeSize(static_cast<int>(spec.scalar_type)) == 0) {
+    throw Error("bad-program", "unknown scalar type " + std::to_string(static_cast<int>(spec.scalar_type)));
   }
   auto t = New("Tensor");
   F(*t, "scalar_type") = U(reflection::Byte, static_cast<uint8_t>(spec.scalar_type));
@@ -105,8 +141,8 @@ uint32_t ProgramBuilder::Method::AddValue(const char* kind, std::shared_ptr<fb::
   auto ev = New("EValue");
   F(*ev, "val_type") = U(reflection::UType, KernelTypeTag(kind));
   F(*ev, "val") = fb::TableValue(std::move(val));
-  values_.push_back(fb::TableValue(ev));
-  return static_cast<uint32_t>(values_.size() - 1);
+  s_->values_.push_back(fb::TableValue(ev));
+  return static_cast<uint32_t>(s_->values_.size() - 1);
 }
 
 uint32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) { return AddValue("Tensor", TensorTable(spec)); }
@@ -123,8 +159,8 @@ uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes da
   uint32_t vi = AddValue("Tensor", t);
   if (!name.empty()) {
     size_t mi = 0;
-    while (owner_->methods_[mi].get() != this) ++mi;
-    owner_->constant_names_[{mi, vi}] = name;
+    while (owner_->s_->methods_[mi].get() != this) ++mi;
+    owner_->s_->constant_names_[{mi, vi}] = name;
   }
   return vi;
 }
@@ -208,8 +244,8 @@ uint32_t ProgramBuilder::Method::Operator(const std::string& name, const std::st
   auto t = New("Operator");
   F(*t, "name") = Str(name);
   F(*t, "overload") = Str(overload);
-  operators_.push_back(fb::TableValue(t));
-  return static_cast<uint32_t>(operators_.size() - 1);
+  s_->operators_.push_back(fb::TableValue(t));
+  return static_cast<uint32_t>(s_->operators_.size() - 1);
 }
 
 uint32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes payload,
@@ -228,8 +264,8 @@ uint32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes p
     specs.push_back(fb::TableValue(cs));
   }
   F(*d, "compile_specs") = Objs(std::move(specs));
-  delegates_.push_back(fb::TableValue(d));
-  return static_cast<uint32_t>(delegates_.size() - 1);
+  s_->delegates_.push_back(fb::TableValue(d));
+  return static_cast<uint32_t>(s_->delegates_.size() - 1);
 }
 
 void ProgramBuilder::Method::AddInstruction(const char* kind, std::shared_ptr<fb::Table> args,
@@ -237,7 +273,7 @@ void ProgramBuilder::Method::AddInstruction(const char* kind, std::shared_ptr<fb
   auto ins = New("Instruction");
   F(*ins, "instr_args_type") = U(reflection::UType, InstructionTag(kind));
   F(*ins, "instr_args") = fb::TableValue(std::move(args));
-  instructions_.push_back(fb::TableValue(ins));
+  s_->instructions_.push_back(fb::TableValue(ins));
   std::vector<fb::Value> frames;
   for (const auto& f : stack) {
     auto fr = New("Frame");
@@ -247,10 +283,10 @@ void ProgramBuilder::Method::AddInstruction(const char* kind, std::shared_ptr<fb
     F(*fr, "context") = Str(f.context);
     frames.push_back(fb::TableValue(fr));
   }
-  any_frames_ = any_frames_ || !stack.empty();
+  s_->any_frames_ = s_->any_frames_ || !stack.empty();
   auto fl = New("FrameList");
   F(*fl, "items") = Objs(std::move(frames));
-  frames_.push_back(fb::TableValue(fl));
+  s_->frames_.push_back(fb::TableValue(fl));
 }
 
 void ProgramBuilder::Method::KernelCall(uint32_t op, const std::vector<int32_t>& args,
@@ -294,22 +330,22 @@ Package ProgramBuilder::Build() const {
   pkg.program = New("Program");
   fb::Table& p = *pkg.program;
   std::vector<fb::Value> plans;
-  for (size_t mi = 0; mi < methods_.size(); ++mi) {
-    const Method& m = *methods_[mi];
+  for (size_t mi = 0; mi < s_->methods_.size(); ++mi) {
+    const Method& m = *s_->methods_[mi];
     auto plan = New("ExecutionPlan");
     F(*plan, "name") = Str(m.name_);
-    if (m.meta_) {
+    if (m.s_->meta_) {
       auto cm = New("ContainerMetadata");
-      F(*cm, "encoded_inp_str") = Str(m.meta_->first);
-      F(*cm, "encoded_out_str") = Str(m.meta_->second);
+      F(*cm, "encoded_inp_str") = Str(m.s_->meta_->first);
+      F(*cm, "encoded_out_str") = Str(m.s_->meta_->second);
       F(*plan, "container_meta_type") = fb::TableValue(cm);
     }
     // Values are cloned so that Build() can be called more than once.
     std::vector<fb::Value> values;
-    for (size_t vi = 0; vi < m.values_.size(); ++vi) {
-      fb::Value v = fb::TableValue(fb::Clone(*m.values_[vi].table));
-      auto it = constant_names_.find({mi, static_cast<uint32_t>(vi)});
-      if (it != constant_names_.end()) {
+    for (size_t vi = 0; vi < m.s_->values_.size(); ++vi) {
+      fb::Value v = fb::TableValue(fb::Clone(*m.s_->values_[vi].table));
+      auto it = s_->constant_names_.find({mi, static_cast<uint32_t>(vi)});
+      if (it != s_->constant_names_.end()) {
         // Recorded for external placement; the writer decides whether it is kept.
         auto& tensor = *F(*v.table, "val").table;
         auto eti = New("ExtraTensorInfo");
@@ -319,29 +355,29 @@ Package ProgramBuilder::Build() const {
       values.push_back(std::move(v));
     }
     F(*plan, "values") = Objs(std::move(values));
-    F(*plan, "inputs") = Vec(reflection::Int, m.inputs_);
-    F(*plan, "outputs") = Vec(reflection::Int, m.outputs_);
+    F(*plan, "inputs") = Vec(reflection::Int, m.s_->inputs_);
+    F(*plan, "outputs") = Vec(reflection::Int, m.s_->outputs_);
     auto chain = New("Chain");
-    F(*chain, "inputs") = Vec(reflection::Int, m.inputs_);
-    F(*chain, "outputs") = Vec(reflection::Int, m.outputs_);
-    F(*chain, "instructions") = Objs(m.instructions_);
-    if (m.any_frames_) F(*chain, "stacktrace") = Objs(m.frames_);
+    F(*chain, "inputs") = Vec(reflection::Int, m.s_->inputs_);
+    F(*chain, "outputs") = Vec(reflection::Int, m.s_->outputs_);
+    F(*chain, "instructions") = Objs(m.s_->instructions_);
+    if (m.s_->any_frames_) F(*chain, "stacktrace") = Objs(m.s_->frames_);
     F(*plan, "chains") = Objs({fb::TableValue(chain)});
-    F(*plan, "operators") = Objs(m.operators_);
-    F(*plan, "delegates") = Objs(m.delegates_);
-    F(*plan, "non_const_buffer_sizes") = Vec(reflection::Long, m.buffer_sizes_);
+    F(*plan, "operators") = Objs(m.s_->operators_);
+    F(*plan, "delegates") = Objs(m.s_->delegates_);
+    F(*plan, "non_const_buffer_sizes") = Vec(reflection::Long, m.s_->buffer_sizes_);
     plans.push_back(fb::TableValue(plan));
   }
   F(p, "execution_plan") = Objs(std::move(plans));
   std::vector<fb::Value> bufs;
-  for (const auto& c : constants_) {
+  for (const auto& c : s_->constants_) {
     auto b = New("Buffer");
     F(*b, "storage") = fb::ScalarVector(reflection::UByte, c);
     bufs.push_back(fb::TableValue(b));
   }
   F(p, "constant_buffer") = Objs(std::move(bufs));
   std::vector<fb::Value> dd;
-  for (const auto& d : delegate_data_) {
+  for (const auto& d : s_->delegate_data_) {
     auto b = New("BackendDelegateInlineData");
     F(*b, "data") = fb::ScalarVector(reflection::UByte, d);
     dd.push_back(fb::TableValue(b));
@@ -351,8 +387,8 @@ Package ProgramBuilder::Build() const {
   auto so = New("SubsegmentOffsets");
   F(*so, "offsets") = fb::ScalarVector(reflection::ULong, Bytes{});
   F(p, "constant_segment") = fb::TableValue(so);
-  if (mutable_.size() > 1) pkg.mutable_data = mutable_;
-  pkg.named_data = named_;
+  if (s_->mutable_.size() > 1) pkg.mutable_data = s_->mutable_;
+  pkg.named_data = s_->named_;
   return pkg;
 }
 

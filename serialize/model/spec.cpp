@@ -211,7 +211,7 @@ BackendConfig LoadConfigFile(const std::string& path) {
     throw Error(std::move(f));
   }
   try {
-    return BackendConfig::FromJson(j);
+    return ConfigFromJson(j);
   } catch (Error& e) {
     Finding f = e.finding();
     f.file = path;

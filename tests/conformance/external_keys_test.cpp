@@ -26,9 +26,9 @@ Package SharedBytesProgram(const std::string& name_a, const std::string& name_b)
   const std::pair<const char*, std::vector<int32_t>> methods[] = {{"a", {2, 3}}, {"b", {3, 2}}};
   for (const auto& [name, shape] : methods) {
     auto& m = b.AddMethod(name);
-    const uint32_t x = m.Tensor({kFloat, shape, PlannedLocation{1, 0}});
-    const uint32_t c = m.ConstantTensor({kFloat, shape}, Bytes::Own(w), name[0] == 'a' ? name_a : name_b);
-    const uint32_t y = m.Tensor({kFloat, shape, PlannedLocation{1, 32}});
+    const uint32_t x = m.Tensor({ScalarType::kFloat, shape, PlannedLocation{1, 0}});
+    const uint32_t c = m.ConstantTensor({ScalarType::kFloat, shape}, Bytes::Own(w), name[0] == 'a' ? name_a : name_b);
+    const uint32_t y = m.Tensor({ScalarType::kFloat, shape, PlannedLocation{1, 32}});
     m.KernelCall(m.Operator("aten::mul", "out"), {int(x), int(c), int(y), int(y)});
     m.Inputs({int(x)});
     m.Outputs({int(y)});

@@ -43,13 +43,14 @@ BuiltProgram AffineProgram() {
   const std::vector<uint8_t> state = Floats({0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f});
   {
     auto& m = b.AddMethod("forward");
-    const uint32_t x = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 0}});
-    const uint32_t wv = m.ConstantTensor({kFloat, {2, 3}}, Own(w), "affine.weight");
-    const uint32_t t = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 32}});
-    const uint32_t s = m.MutableBuffer({kFloat, {2, 3}, PlannedLocation{1, 64}}, "affine.state", Own(state));
-    const uint32_t bv = m.ConstantTensor({kFloat, {3}}, Own(bias));
-    const uint32_t u = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 96}});
-    const uint32_t z = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 128}});
+    const uint32_t x = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 0}});
+    const uint32_t wv = m.ConstantTensor({ScalarType::kFloat, {2, 3}}, Own(w), "affine.weight");
+    const uint32_t t = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 32}});
+    const uint32_t s =
+        m.MutableBuffer({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 64}}, "affine.state", Own(state));
+    const uint32_t bv = m.ConstantTensor({ScalarType::kFloat, {3}}, Own(bias));
+    const uint32_t u = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 96}});
+    const uint32_t z = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 128}});
     const uint32_t one = m.Int(1), two = m.Int(2);
     const uint32_t mul = m.Operator("aten::mul", "out"), add = m.Operator("aten::add", "out");
     const int X = int(x), T = int(t), U = int(u), Z = int(z);
@@ -65,9 +66,9 @@ BuiltProgram AffineProgram() {
   }
   {
     auto& m = b.AddMethod("scale");
-    const uint32_t x = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 0}});
-    const uint32_t wv = m.ConstantTensor({kFloat, {2, 3}}, Own(w), "scale.weight");
-    const uint32_t y = m.Tensor({kFloat, {2, 3}, PlannedLocation{1, 32}});
+    const uint32_t x = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 0}});
+    const uint32_t wv = m.ConstantTensor({ScalarType::kFloat, {2, 3}}, Own(w), "scale.weight");
+    const uint32_t y = m.Tensor({ScalarType::kFloat, {2, 3}, PlannedLocation{1, 32}});
     const uint32_t mul = m.Operator("aten::mul", "out");
     m.KernelCall(mul, {int(x), int(wv), int(y), int(y)});
     m.Inputs({int(x)});
@@ -89,9 +90,9 @@ BuiltProgram DelegateProgram() {
   p.named_data_keys = {"shared.blob"};
   {
     auto& m = b.AddMethod("forward");
-    const uint32_t x = m.Tensor({kFloat, {5}, PlannedLocation{1, 0}});
-    const uint32_t cv = m.ConstantTensor({kFloat, {5}}, Own(c), "table");
-    const uint32_t y = m.Tensor({kFloat, {5}, PlannedLocation{1, 32}});
+    const uint32_t x = m.Tensor({ScalarType::kFloat, {5}, PlannedLocation{1, 0}});
+    const uint32_t cv = m.ConstantTensor({ScalarType::kFloat, {5}}, Own(c), "table");
+    const uint32_t y = m.Tensor({ScalarType::kFloat, {5}, PlannedLocation{1, 32}});
     const uint32_t da = m.Delegate("StubBackendA", Own(blob_a), {{"mode", Own(fast)}, {"level", Own(level)}});
     const uint32_t db = m.Delegate("StubBackendB", Own(blob_b));
     m.DelegateCall(da, {int(x), int(cv), int(y)}, {{"d.py", 3, "forward", "lowered_a(x)"}});
@@ -105,7 +106,7 @@ BuiltProgram DelegateProgram() {
   }
   {
     auto& m = b.AddMethod("again");
-    const uint32_t x = m.Tensor({kFloat, {5}, PlannedLocation{1, 0}});
+    const uint32_t x = m.Tensor({ScalarType::kFloat, {5}, PlannedLocation{1, 0}});
     const uint32_t da = m.Delegate("StubBackendA", Own(blob_a), {{"mode", Own(fast)}});
     m.DelegateCall(da, {int(x), int(x)});
     m.Inputs({int(x)});

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     ptepack::CheckJsonDepth(text, "config", "bad-config");
     auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded()) ptepack::BackendConfig::FromJson(j);
+    if (!j.is_discarded()) ptepack::ConfigFromJson(j);
   } catch (const ptepack::Error&) {
   } catch (const nlohmann::json::exception&) {
   }

@@ -1,0 +1,54 @@
+// Writing a program: a .pte and, for external data, "<tag>.ptd" files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ptepack/config.h"
+#include "ptepack/package.h"
+
+namespace ptepack {
+
+// Called with (bytes done, bytes total) while data is written.
+using ProgressFn = std::function<void(uint64_t, uint64_t)>;
+
+struct WriteOptions {
+  std::vector<std::string> inputs;     // refuse to overwrite these...
+  bool allow_overwrite_input = false;  // ...unless allowed
+  ProgressFn progress;
+  // An existing .ptd beside the output that is not one of `inputs` may
+  // belong to another program: it is replaced only with `force`.
+  bool force = false;
+  // Lay out and check everything, write nothing: the result lists the files
+  // (and sizes) that would be written.
+  bool dry_run = false;
+};
+
+struct WrittenFile {
+  std::string path;
+  uint64_t size = 0;
+};
+
+struct WriteResult {
+  WrittenFile pte;
+  std::vector<WrittenFile> ptds;
+  uint64_t flatbuffer_size = 0;
+  size_t num_segments = 0;
+  uint64_t dedup_bytes_saved = 0;
+};
+
+// Writes `pte_path` and, for external data, "<tag>.ptd" files in the same
+// directory. Each file is written to a temp file and renamed on success; on
+// failure no output file is created or changed. Before anything is written,
+// name collisions (two outputs with one name, an output that is an input) and
+// existing .ptd files that are not inputs (unless options.force) are refused.
+// The staged files are read back with PteFile/PtdFile's checks (and the
+// program's external keys looked up in the written .ptd files); if any check
+// fails, nothing is renamed and Error("output-invalid") carries the findings.
+// Outputs keep the mode of the files they replace; symlinks are refused.
+WriteResult WritePackage(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
+                         const WriteOptions& options = {});
+
+}  // namespace ptepack

@@ -1,0 +1,227 @@
+#include "serialize/api/read_api.h"
+
+#include <cstring>
+
+#include "config/backend_config.h"
+#include "serialize/format/pte_format.h"
+#include "serialize/model/package.h"
+#include "serialize/read/describe.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
+
+namespace ptepack {
+namespace {
+
+nlohmann::json LayoutJson(int scalar_type, std::vector<int64_t> sizes, std::vector<int64_t> dim_order,
+                          std::optional<uint64_t> bytes) {
+  nlohmann::json j{{"dtype", ScalarTypeName(scalar_type)}, {"shape", sizes}, {"dim_order", dim_order}};
+  j["bytes"] = bytes ? nlohmann::json(*bytes) : nlohmann::json(nullptr);
+  return j;
+}
+
+// Adds to each external tensor of `d` its dtype, shape, dim order and bytes,
+// and those of its .ptd entry (when a given .ptd holds the key), so that a
+// script can compare them.
+void AddExternalLayouts(nlohmann::json& d, const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+  const auto* p = pte.program();
+  if (!p || !p->execution_plan() || !d.contains("external_tensors")) return;
+  for (auto& e : d["external_tensors"]) {
+    const std::string method = e.value("method", "");
+    const size_t vi = e.value("value", size_t{0});
+    for (const auto* plan : *p->execution_plan()) {
+      if (!plan->name() || plan->name()->str() != method || !plan->values() || vi >= plan->values()->size()) continue;
+      const auto* t = plan->values()->Get(static_cast<flatbuffers::uoffset_t>(vi))->val_as_Tensor();
+      if (!t) continue;
+      std::vector<int64_t> sizes, dims;
+      if (t->sizes()) sizes.assign(t->sizes()->begin(), t->sizes()->end());
+      if (t->dim_order()) dims.assign(t->dim_order()->begin(), t->dim_order()->end());
+      nlohmann::json l = LayoutJson(static_cast<int>(t->scalar_type()), sizes, dims, TensorNbytes(*t));
+      for (auto it = l.begin(); it != l.end(); ++it) e[it.key()] = it.value();
+      break;
+    }
+    for (const PtdFile* ptd : ptds) {
+      for (const auto& pe : ptd->entries()) {
+        if (pe.key != e.value("key", "")) continue;
+        nlohmann::json pj = pe.has_layout
+                                ? LayoutJson(pe.scalar_type, std::vector<int64_t>(pe.sizes.begin(), pe.sizes.end()),
+                                             std::vector<int64_t>(pe.dim_order.begin(), pe.dim_order.end()), pe.size)
+                                : nlohmann::json{{"bytes", pe.size}};
+        pj["file"] = ptd->name();
+        e["ptd_entry"] = pj;
+      }
+    }
+  }
+}
+
+// A .pte with external tensors verified without any .ptd: nothing about them
+// was checked; say so (a warning, an error with --strict).
+void NoteUncheckedExternal(PteFile& pte) {
+  std::vector<std::string> keys = pte.ExternalKeys();
+  if (keys.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < keys.size() && i < 8; ++i) list += (i ? ", " : "") + keys[i];
+  if (keys.size() > 8) list += ", ...";
+  pte.mutable_report().Warn("external-not-checked",
+                            std::to_string(keys.size()) + " external tensors need a .ptd; not checked (keys: " + list +
+                                "); give the data files with --ptd",
+                            std::nullopt, "--ptd FILE.ptd", "no .ptd");
+}
+
+// The config the file was written with, as `repack` infers it, and whether
+// each segment starts where that segment alignment puts it. Where it cannot
+// be inferred (invalid file, external data not given) the reason is said.
+void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+  uint64_t segment_alignment = 0;
+  try {
+    if (!pte.ok()) throw Error("invalid", "the file has errors");
+    Package pkg = PackageFromPte(pte, ptds);
+    InferredConfig inf = InferConfig(pte, pkg, ptds);
+    d["config"] = ConfigToJson(inf.config);
+    d["config"]["reproduces_file_exactly"] = inf.exact;
+    segment_alignment = inf.config.segment_alignment;
+  } catch (const Error& e) {
+    d["config"] = {{"inferred", false}, {"reason", e.finding().message}};
+  }
+  if (segment_alignment == 0 || !d.contains("segments")) return;
+  for (auto& s : d["segments"]) {
+    s["segment_alignment"] = segment_alignment;
+    s["aligned"] = s["file_offset"].get<uint64_t>() % segment_alignment == 0;
+  }
+}
+
+}  // namespace
+
+bool IsPtdFile(const std::string& path) {
+  auto m = MappedFile::Open(path);
+  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
+}
+
+std::vector<const PtdFile*> LoadedFiles::ptd_ptrs() const {
+  std::vector<const PtdFile*> v;
+  for (const auto& p : ptds) v.push_back(p.get());
+  return v;
+}
+
+std::vector<const Report*> LoadedFiles::reports() const {
+  std::vector<const Report*> r;
+  if (pte) r.push_back(&pte->report());
+  if (lone_ptd) r.push_back(&lone_ptd->report());
+  for (const auto& p : ptds) r.push_back(&p->report());
+  return r;
+}
+
+LoadedFiles LoadFiles(const std::string& file, const std::vector<std::string>& ptd_paths, const ReadOptions& ro) {
+  LoadedFiles l;
+  if (IsPtdFile(file)) {
+    l.lone_ptd = PtdFile::Open(file, ro);
+    return l;
+  }
+  l.pte = PteFile::Open(file, ro);
+  for (const auto& p : ptd_paths) l.ptds.push_back(PtdFile::Open(p, ro));
+  if (!ptd_paths.empty()) l.pte->CheckExternalKeys(l.ptd_ptrs());
+  return l;
+}
+
+ReadOptions ReadOptionsFor(const VerifyOptions& o) {
+  ReadOptions ro;
+  ro.segment_alignment = o.segment_alignment;
+  ro.tensor_alignment = o.tensor_alignment;
+  ro.allow_legacy_ptd = o.allow_legacy_ptd;
+  return ro;
+}
+
+// A program whose tensors live in .ptd files cannot be rewritten without
+// them. (verify without --ptd checks the program alone and says so.)
+namespace {
+void RequireExternalData(const std::string& in, const ValidInput& i) {
+  auto probe = PteFile::Open(in);
+  probe->CheckExternalKeys(i.ptrs);
+  for (const auto& f : probe->report().findings()) {
+    if (f.code != "dangling-external-key") continue;
+    Finding e = f;
+    e.code = "missing-ptd";
+    e.message = f.message + (i.ptds.empty() ? "; the program keeps tensors in a separate .ptd data file: give it with "
+                                              "--ptd FILE.ptd"
+                                            : "; give the .ptd file that holds it with --ptd");
+    throw Error(std::move(e));
+  }
+}
+}  // namespace
+
+ValidInput LoadValidInput(const std::string& in, const std::vector<std::string>& ptds) {
+  ValidInput i;
+  i.pte = PteFile::Open(in);
+  i.paths.push_back(in);
+  for (const auto& p : ptds) {
+    i.ptds.push_back(PtdFile::Open(p));
+    i.ptrs.push_back(i.ptds.back().get());
+    i.paths.push_back(p);
+  }
+  i.pte->report().ThrowIfError();
+  for (const auto& p : i.ptds) p->report().ThrowIfError();
+  RequireExternalData(in, i);
+  return i;
+}
+
+nlohmann::json InspectDocument(const LoadedFiles& l) {
+  nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
+  if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
+  if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
+  return d;
+}
+
+Verdict Judge(LoadedFiles& l, bool strict) {
+  if (l.pte && l.ptds.empty() && l.pte->program()) NoteUncheckedExternal(*l.pte);
+  Verdict v;
+  for (const Report* r : l.reports()) {
+    v.ok = v.ok && r->ok();
+    for (const auto& f : r->findings()) {
+      if (f.severity != Finding::Severity::kWarning) continue;
+      ++v.warnings;
+      if (f.code == "external-not-checked") {
+        v.external_unchecked = l.pte ? l.pte->ExternalKeys().size() : 0;
+        v.unchecked.push_back("external tensors (no --ptd)");
+      }
+      if (f.code == "legacy-format") v.unchecked.push_back("a legacy-layout .ptd, accepted for older runtimes only");
+    }
+  }
+  if (strict && v.warnings > 0) v.ok = false;
+  return v;
+}
+
+nlohmann::json VerdictJson(const std::string& file, const Verdict& v, bool strict,
+                           const std::vector<const Report*>& reports) {
+  return nlohmann::json{{"file", file},
+                        {"valid", v.ok},
+                        {"strict", strict},
+                        {"not_checked", v.unchecked},
+                        {"findings", FindingsJson(reports)}};
+}
+
+VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
+  LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
+  Verdict v = Judge(l, options.strict);
+  VerifyResult r;
+  r.valid = v.ok;
+  r.not_checked = v.unchecked;
+  for (const Report* rep : l.reports()) {
+    r.findings.insert(r.findings.end(), rep->findings().begin(), rep->findings().end());
+  }
+  return r;
+}
+
+std::string VerifyJson(const std::string& path, const VerifyOptions& options, int indent) {
+  LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
+  Verdict v = Judge(l, options.strict);
+  return VerdictJson(path, v, options.strict, l.reports())
+      .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+  ReadOptions ro = ReadOptionsFor(options);
+  ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
+  return InspectDocument(LoadFiles(path, options.ptd, ro))
+      .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace ptepack

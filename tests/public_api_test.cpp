@@ -1,0 +1,137 @@
+// The public API (include/ptepack/*.h) used as a consumer uses it: only
+// <ptepack/ptepack.h>. Real ExecuTorch fixtures are the reference: repack with
+// no edit must give back their bytes, and the API's JSON must be what the
+// CLI prints.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ptepack/ptepack.h"
+#include "test_util.h"
+
+namespace ptepack {
+namespace {
+
+using testing::FixturePath;
+using testing::ReadFile;
+using testing::RunCli;
+using testing::TempDir;
+
+TEST(PublicApi, VersionMatchesTheCli) {
+  EXPECT_STREQ(Version(), PTEPACK_VERSION_STRING);
+  auto r = RunCli({"--version"});
+  EXPECT_EQ(r.out, std::string("ptepack ") + PTEPACK_VERSION_STRING + "\n");
+}
+
+TEST(PublicApi, VerifyAndInspectJsonAreTheCliOutput) {
+  for (const std::string name : {"linear.pte", "xor.pte", "add.pte"}) {
+    const std::string pte = FixturePath(name);
+    const std::string ptd = FixturePath(name.substr(0, name.size() - 4) + ".ptd");
+    const bool has_ptd = name != "add.pte";
+    VerifyOptions o;
+    std::vector<std::string> args = {"verify", pte, "--json"};
+    if (has_ptd) {
+      o.ptd = {ptd};
+      o.allow_legacy_ptd = true;
+      args.insert(args.end(), {"--ptd", ptd, "--allow-legacy-ptd"});
+    }
+    auto cli = RunCli(args);
+    EXPECT_EQ(nlohmann::json::parse(VerifyJson(pte, o)), nlohmann::json::parse(cli.out)) << name;
+    VerifyResult v = Verify(pte, o);
+    EXPECT_EQ(v.valid, cli.exit_code == 0) << name;
+    EXPECT_EQ(v.findings.size(), nlohmann::json::parse(cli.out)["findings"].size()) << name;
+    args[0] = "inspect";
+    if (has_ptd) args.pop_back();  // inspect has no judgement to relax
+    auto ins = RunCli(args);
+    EXPECT_EQ(nlohmann::json::parse(InspectJson(pte, o)), nlohmann::json::parse(ins.out)) << name;
+  }
+}
+
+TEST(PublicApi, VerifyFindsALocatedErrorInACorruptFile) {
+  std::vector<uint8_t> bytes = ReadFile(FixturePath("add.pte"));
+  bytes.resize(bytes.size() / 2);  // the flatbuffer now ends past the file
+  const std::string path = TempDir("public_api_corrupt") + "/half.pte";
+  testing::WriteFile(path, bytes);
+  VerifyResult v = Verify(path);
+  EXPECT_FALSE(v.valid);
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings[0].file, path);
+  EXPECT_EQ(v.findings[0].severity, Finding::Severity::kError);
+}
+
+TEST(PublicApi, VerifyOfAMissingFileThrows) { EXPECT_THROW(Verify("/nonexistent/dir/model.pte"), Error); }
+
+TEST(PublicApi, RepackWithoutEditReproducesRealFilesByteForByte) {
+  const std::string dir = TempDir("public_api_repack");
+  for (const std::string name : {"add.pte", "conv2d_quantized.pte", "keyword_spotting.pte"}) {
+    RepackResult r = Repack(FixturePath(name), dir + "/" + name);
+    EXPECT_TRUE(r.input_reproducible) << name;
+    EXPECT_EQ(ReadFile(dir + "/" + name), ReadFile(FixturePath(name))) << name;
+    EXPECT_EQ(r.written.pte.size, ReadFile(FixturePath(name)).size()) << name;
+  }
+}
+
+TEST(PublicApi, RepackEditChangesTheLayoutAndTheCliAgrees) {
+  const std::string dir = TempDir("public_api_repack_edit");
+  RepackOptions o;
+  o.edit = [](BackendConfig& c) { c.segment_alignment = 4096; };
+  RepackResult r = Repack(FixturePath("add.pte"), dir + "/api.pte", o);
+  EXPECT_EQ(r.config.segment_alignment, 4096u);
+  auto cli = RunCli({"repack", FixturePath("add.pte"), "-o", dir + "/cli.pte", "--segment-alignment", "4096"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(ReadFile(dir + "/api.pte"), ReadFile(dir + "/cli.pte"));
+}
+
+TEST(PublicApi, RepackOfAProgramWithoutItsPtdNamesTheMissingData) {
+  const std::string dir = TempDir("public_api_missing_ptd");
+  try {
+    Repack(FixturePath("linear.pte"), dir + "/out.pte");
+    FAIL() << "repack without the .ptd succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "missing-ptd");
+    EXPECT_NE(std::string(e.what()).find("--ptd"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PublicApi, SplitMovesConstantsToAPtdThatVerifies) {
+  const std::string dir = TempDir("public_api_split");
+  SplitOptions o;
+  o.tag = "weights";
+  RepackResult r = Split(FixturePath("add.pte"), dir + "/add.pte", o);
+  // add.pte has no constants besides the placeholder: nothing to move.
+  EXPECT_TRUE(r.written.ptds.empty());
+  r = Split(FixturePath("conv2d_quantized.pte"), dir + "/conv.pte", o);
+  ASSERT_EQ(r.written.ptds.size(), 1u);
+  EXPECT_EQ(r.written.ptds[0].path, dir + "/weights.ptd");
+  VerifyOptions vo;
+  vo.ptd = {dir + "/weights.ptd"};
+  VerifyResult v = Verify(dir + "/conv.pte", vo);
+  EXPECT_TRUE(v.valid);
+  const std::string cli_dir = TempDir("public_api_split_cli");
+  auto cli = RunCli(
+      {"split", FixturePath("conv2d_quantized.pte"), "--external-constants", "weights", "-o", cli_dir + "/conv.pte"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(ReadFile(dir + "/conv.pte"), ReadFile(cli_dir + "/conv.pte"));
+  EXPECT_EQ(ReadFile(dir + "/weights.ptd"), ReadFile(cli_dir + "/weights.ptd"));
+}
+
+TEST(PublicApi, ConfigJsonStringRoundTripsAndNamesBadFields) {
+  BackendConfig c;
+  c.segment_alignment = 64;
+  c.emit_stacktrace = true;
+  BackendConfig back = BackendConfig::FromJsonString(c.ToJsonString());
+  EXPECT_EQ(back.segment_alignment, 64u);
+  EXPECT_TRUE(back.emit_stacktrace);
+  try {
+    BackendConfig::FromJsonString(R"({"segment_alignment": 100})");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "bad-config");
+    EXPECT_NE(std::string(e.what()).find("segment_alignment"), std::string::npos);
+  }
+  EXPECT_THROW(BackendConfig::FromJsonString("{"), Error);
+  EXPECT_THROW(BackendConfig::FromJsonString(std::string(300, '[') + std::string(300, ']')), Error);
+}
+
+}  // namespace
+}  // namespace ptepack
