@@ -9,3 +9,22 @@ cmake --build build-asan -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
+
+# The Python module (a plain Release build: a sanitized extension would need
+# the sanitizer runtime preloaded into python) and its pytest suite, which
+# compares it with the CLI. Skipped, saying so, without pybind11 or pytest.
+PY=""
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import pybind11, pytest" 2>/dev/null; then
+    PY=$(command -v "$p")
+    break
+  fi
+done
+if [ -z "$PY" ]; then
+  echo "test.sh: SKIPPED the Python module tests: no python3 with pybind11 and pytest (Debian: python3-pybind11 python3-pytest)"
+else
+  cmake -S . -B build-py -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_PYTHON=ON -DPTEPACK_BUILD_TESTS=OFF \
+    -DPTEPACK_BUILD_BENCH=OFF -DPYTHON_EXECUTABLE="$PY" >/dev/null
+  cmake --build build-py -j"$(nproc)" --target ptepack_python ptepack
+  PTEPACK_PYTHON_DIR="$PWD/build-py/python" PTEPACK_CLI="$PWD/build-py/ptepack" "$PY" -m pytest -q python/tests
+fi

@@ -1,0 +1,135 @@
+"""The Python module against the CLI's --json and real ExecuTorch files."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import CLI
+
+ptepack = pytest.importorskip("ptepack")
+
+
+def cli(*args):
+    r = subprocess.run([CLI, *args], capture_output=True, text=True)
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None
+
+
+def without_paths(d):
+    """A write summary with the file names only (the directories differ)."""
+    d = dict(d)
+    d["files"] = [{"path": os.path.basename(f["path"]), "size": f["size"]} for f in d["files"]]
+    return d
+
+
+@pytest.mark.parametrize("name,ptd", [("linear.pte", "linear.ptd"), ("xor.pte", "xor.ptd"),
+                                      ("add.pte", None), ("keyword_spotting.pte", None),
+                                      ("linear.ptd", None)])
+def test_inspect_is_the_cli_json(fixture, name, ptd):
+    ptds = [fixture(ptd)] if ptd else []
+    got = ptepack.inspect(fixture(name), ptd=ptds)
+    args = ["inspect", fixture(name), "--json"]
+    for p in ptds:
+        args += ["--ptd", p]
+    _, want = cli(*args)
+    assert got == want
+
+
+def test_inspect_numbers_of_a_real_file(fixture):
+    d = ptepack.inspect(fixture("linear.pte"), ptd=[fixture("linear.ptd")])
+    # linear.pte keeps its weight and bias in linear.ptd (see the fixtures' SOURCES.md).
+    keys = sorted(e["key"] for e in d["external_tensors"])
+    assert len(keys) == 2
+    assert all(e["ptd_entry"]["file"].endswith("linear.ptd") for e in d["external_tensors"])
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_verify_is_the_cli_json(fixture, strict):
+    args = ["verify", fixture("linear.pte"), "--json"] + (["--strict"] if strict else [])
+    code, want = cli(*args)
+    got = ptepack.verify(fixture("linear.pte"), strict=strict)
+    assert got == want
+    assert got["valid"] == (code == 0)
+    # Without linear.ptd the external tensors are not checked: a warning,
+    # which --strict turns into a failure.
+    assert got["valid"] is (not strict)
+
+
+def test_verify_of_a_corrupt_file_lists_located_findings(fixture, tmp_path):
+    data = open(fixture("add.pte"), "rb").read()
+    bad = tmp_path / "half.pte"
+    bad.write_bytes(data[: len(data) // 2])
+    r = ptepack.verify(str(bad))
+    assert r["valid"] is False
+    assert r["findings"] and r["findings"][0]["severity"] == "error"
+    assert r["findings"][0]["file"] == str(bad)
+
+
+def test_missing_file_raises_ptepack_error(tmp_path):
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.verify(str(tmp_path / "nope.pte"))
+    assert str(tmp_path / "nope.pte") in str(e.value)
+    assert e.value.code
+
+
+def test_repack_without_config_gives_back_the_same_bytes(fixture, tmp_path):
+    out = tmp_path / "add.pte"
+    r = ptepack.repack(fixture("add.pte"), str(out))
+    assert out.read_bytes() == open(fixture("add.pte"), "rb").read()
+    assert r["input_reproducible"] is True
+    assert r["files"][0]["size"] == os.path.getsize(fixture("add.pte"))
+
+
+def test_repack_summary_is_the_cli_json(fixture, tmp_path):
+    (tmp_path / "py").mkdir()
+    (tmp_path / "cli").mkdir()
+    got = ptepack.repack(fixture("conv2d_quantized.pte"), str(tmp_path / "py" / "c.pte"),
+                         config={"segment_alignment": 4096, "emit_stacktrace": False})
+    code, want = cli("repack", fixture("conv2d_quantized.pte"), "-o", str(tmp_path / "cli" / "c.pte"),
+                     "--segment-alignment", "4096", "--emit-stacktrace", "false", "--json", "-q")
+    assert code == 0
+    assert without_paths(got) == without_paths(want)
+    assert got["config"]["segment_alignment"] == 4096
+    assert (tmp_path / "py" / "c.pte").read_bytes() == (tmp_path / "cli" / "c.pte").read_bytes()
+
+
+def test_repack_of_a_program_without_its_ptd_raises_missing_ptd(fixture, tmp_path):
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.repack(fixture("linear.pte"), str(tmp_path / "out.pte"))
+    assert e.value.code == "missing-ptd"
+    assert "--ptd" in str(e.value)
+    assert not (tmp_path / "out.pte").exists()
+
+
+def test_bad_config_field_is_named(fixture, tmp_path):
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.repack(fixture("add.pte"), str(tmp_path / "o.pte"), config={"segment_alignment": 100})
+    assert e.value.code == "bad-config"
+    assert "segment_alignment" in str(e.value)
+
+
+def test_split_is_the_cli_and_its_output_verifies(fixture, tmp_path):
+    (tmp_path / "py").mkdir()
+    (tmp_path / "cli").mkdir()
+    got = ptepack.split(fixture("conv2d_quantized.pte"), str(tmp_path / "py" / "c.pte"),
+                        external_constants="weights")
+    code, want = cli("split", fixture("conv2d_quantized.pte"), "--external-constants", "weights",
+                     "-o", str(tmp_path / "cli" / "c.pte"), "--json", "-q")
+    assert code == 0
+    assert without_paths(got) == without_paths(want)
+    assert [os.path.basename(f["path"]) for f in got["files"]] == ["c.pte", "weights.ptd"]
+    v = ptepack.verify(str(tmp_path / "py" / "c.pte"), ptd=[str(tmp_path / "py" / "weights.ptd")], strict=True)
+    assert v["valid"] is True, v["findings"]
+    assert (tmp_path / "py" / "weights.ptd").read_bytes() == (tmp_path / "cli" / "weights.ptd").read_bytes()
+
+
+def test_dry_run_writes_nothing(fixture, tmp_path):
+    r = ptepack.split(fixture("conv2d_quantized.pte"), str(tmp_path / "c.pte"), external_constants="w",
+                      dry_run=True)
+    assert r["dry_run"] is True
+    assert [os.path.basename(f["path"]) for f in r["files"]] == ["c.pte", "w.ptd"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version():
+    assert ptepack.__version__.count(".") == 2
