@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Installs ptepack into a temporary prefix and builds examples/consumer
+# against the installed tree only: with find_package(ptepack) and with
+# pkg-config, with g++ and with clang++. Each build runs and its output is
+# checked with the installed `ptepack verify`. Also checks that include/
+# holds only the public headers (nothing generated, nothing test-only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+JOBS=${JOBS:-2}
+LAUNCHER=()
+command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+# 1. include/ holds the public API only.
+bad=0
+for f in include/ptepack/*; do
+  case "$f" in
+    *_generated.h | *_bfbs* | *test* | *fake* | *mock*)
+      echo "check-install: $f: generated or test-only header in include/" >&2
+      bad=1
+      ;;
+  esac
+  [ "${f##*.}" = h ] || { echo "check-install: $f: not a header" >&2; bad=1; }
+  # A public header includes only standard headers and other public headers.
+  while read -r inc; do
+    case "$inc" in
+      \"ptepack/*) ;;
+      \<*) ;;
+      *) echo "check-install: $f includes $inc (public headers include only ptepack/* and system headers)" >&2; bad=1 ;;
+    esac
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^>"]*[>"]\).*/\1/p' "$f")
+  if grep -qE '(flatbuffers|nlohmann|gtest)/' "$f"; then
+    echo "check-install: $f mentions flatbuffers/nlohmann/gtest headers" >&2
+    bad=1
+  fi
+done
+[ "$bad" = 0 ] || exit 1
+echo "check-install: include/ptepack: $(ls include/ptepack | wc -l) public headers, none generated or test-only"
+
+# 2. Build the library and CLI alone (no tests, no bench) and install them
+#    into a temporary prefix. The build directory is the Release one that
+#    scripts/test.sh builds the Python module in (nothing is rebuilt when it
+#    is up to date).
+BUILD=${PTEPACK_INSTALL_BUILD_DIR:-build-py}
+PREFIX="$WORK/prefix"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_TESTS=OFF -DPTEPACK_BUILD_BENCH=OFF \
+  "${LAUNCHER[@]}" >/dev/null
+cmake --build "$BUILD" -j"$JOBS" --target ptepack_lib ptepack >/dev/null
+cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
+PTEPACK="$PREFIX/bin/ptepack"
+"$PTEPACK" --version
+if ls "$PREFIX"/include/ptepack | grep -qv '\.h$'; then
+  echo "check-install: installed include/ptepack holds non-headers" >&2
+  exit 1
+fi
+
+run_and_verify() {  # $1: the built consumer, $2: a label
+  local out="$WORK/out-$2"
+  mkdir -p "$out"
+  "$1" "$out" >"$out/log.txt"
+  grep -q "^verify: OK" "$out/log.txt" || { cat "$out/log.txt"; echo "check-install: $2: consumer did not verify" >&2; exit 1; }
+  "$PTEPACK" verify "$out/model.pte" --ptd "$out/weights.ptd" --strict
+  echo "check-install: $2: built, ran, and the installed ptepack verifies its output"
+}
+
+for cxx in g++ clang++; do
+  command -v "$cxx" >/dev/null || { echo "check-install: $cxx not found" >&2; exit 1; }
+  # find_package(ptepack)
+  cmake -S examples/consumer -B "$WORK/consumer-$cxx" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_PREFIX_PATH="$PREFIX" "${LAUNCHER[@]}" >/dev/null
+  cmake --build "$WORK/consumer-$cxx" -j"$JOBS" >/dev/null
+  run_and_verify "$WORK/consumer-$cxx/emit_model" "cmake-$cxx"
+  # pkg-config
+  PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig:$PREFIX/lib64/pkgconfig" pkg-config --exists ptepack
+  flags=$(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig:$PREFIX/lib64/pkgconfig" pkg-config --cflags --libs ptepack)
+  # shellcheck disable=SC2086
+  "$cxx" -std=c++17 -Wall -Wextra -Werror examples/consumer/emit_model.cpp -o "$WORK/emit_model-pc-$cxx" $flags
+  run_and_verify "$WORK/emit_model-pc-$cxx" "pkg-config-$cxx"
+done
+echo "check-install: OK"
