@@ -8,6 +8,9 @@ and of the layers below it, never of a layer above it or of a sibling.
     scripts/layers.py --check         exit 1 if an include goes back up
     scripts/layers.py --write FILE    rewrite the generated part of FILE
                                       (between the two GENERATED markers)
+    scripts/layers.py --check --doc FILE
+                                      also exit 1 if FILE's generated part
+                                      is not what the code shows now
 
 Only quoted includes of the project's own headers count ("serialize/x.h");
 generated headers (*_generated.h) belong to the layer that owns the schema.
@@ -102,6 +105,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="exit 1 if any include goes back up")
     ap.add_argument("--write", metavar="FILE", help="rewrite the generated part of FILE")
+    ap.add_argument("--doc", metavar="FILE", help="with --check: FILE's generated part must be current")
     args = ap.parse_args()
 
     ranks = rank_of()
@@ -125,18 +129,36 @@ def main():
             why = "a sibling" if ranks[dst] == ranks[src] else "a layer above"
             violations.append(f"{rel}:{n}: includes \"{inc}\" ({src} -> {dst}: {why})")
 
-    out = ["| layer (top to bottom) | lines | includes headers of |", "|---|---|---|"]
-    for row in LAYERS:
-        for folder in row:
-            if folder not in lines:
-                continue
-            targets = sorted(((d, c) for (s, d), c in edges.items() if s == folder), key=lambda x: ranks[x[0]])
-            deps = ", ".join(f"`{d}/` ({c})" for d, c in targets) or "nothing of ours"
-            out.append(f"| `{folder}/` | {lines[folder]} | {deps} |")
-    out.append("")
-    out.append(f"Includes going back up or sideways: {len(violations)}.")
-    text = "\n".join(out)
+    def table(with_counts):
+        head = "| layer (top to bottom) | lines | includes headers of |" if with_counts else \
+            "| layer (top to bottom) | includes headers of |"
+        rows = [head, "|---|---|---|" if with_counts else "|---|---|"]
+        for row in LAYERS:
+            for folder in row:
+                if folder not in lines:
+                    continue
+                targets = sorted(((d, c) for (s, d), c in edges.items() if s == folder), key=lambda x: ranks[x[0]])
+                if with_counts:
+                    deps = ", ".join(f"`{d}/` ({c})" for d, c in targets) or "nothing of ours"
+                    rows.append(f"| `{folder}/` | {lines[folder]} | {deps} |")
+                else:
+                    deps = ", ".join(f"`{d}/`" for d, _ in targets) or "nothing of ours"
+                    rows.append(f"| `{folder}/` | {deps} |")
+        rows.append("")
+        rows.append(f"Includes going back up or sideways: {len(violations)}.")
+        return "\n".join(rows)
 
+    # The document holds which folder uses which (it changes when a new
+    # dependency appears); the console also shows lines and include counts.
+    text = table(with_counts=False)
+    stale = False
+    if args.doc:
+        with open(args.doc, encoding="utf-8") as f:
+            doc = f.read()
+        current = BEGIN in doc and END in doc and doc.split(BEGIN, 1)[1].split(END, 1)[0].strip() == text.strip()
+        if not current:
+            print(f"layers: {args.doc} is out of date; run scripts/layers.py --write {args.doc}", file=sys.stderr)
+            stale = True
     if args.write:
         with open(args.write, encoding="utf-8") as f:
             doc = f.read()
@@ -147,11 +169,13 @@ def main():
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(head + BEGIN + "\n" + text + "\n" + END + tail)
     else:
-        print(text)
+        print(table(with_counts=True))
     for v in violations:
         print(v, file=sys.stderr)
     if args.check and violations:
         print(f"layers: {len(violations)} include(s) go back up; see docs/architecture.md", file=sys.stderr)
+        return 1
+    if args.check and stale:
         return 1
     return 0
 

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+# Includes run one way between folders (docs/architecture.md).
+python3 scripts/layers.py --check --doc docs/architecture.md >/dev/null
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPTEPACK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

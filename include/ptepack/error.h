@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,7 @@ struct Finding {
   std::string expected;            // may be empty
   std::string found;               // may be empty
 
+  // "file: error at offset N (0xN): message (expected E, found F) [code]"
   std::string ToString() const;
 };
 
@@ -35,6 +37,34 @@ class Error : public std::runtime_error {
 };
 
 // Formats v as 0x... for messages.
-std::string Hex(uint64_t v);
+inline std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+inline std::string Finding::ToString() const {
+  std::string s = severity == Severity::kError ? "error" : "warning";
+  if (!file.empty()) s = file + ": " + s;
+  if (offset) s += " at offset " + std::to_string(*offset) + " (" + Hex(*offset) + ")";
+  s += ": " + message;
+  if (!expected.empty() || !found.empty()) {
+    // Only the halves that are known: never "(expected -, found 1)".
+    if (expected.empty()) {
+      s += " (found " + found + ")";
+    } else if (found.empty()) {
+      s += " (expected " + expected + ")";
+    } else {
+      s += " (expected " + expected + ", found " + found + ")";
+    }
+  }
+  s += " [" + code + "]";
+  return s;
+}
+
+inline Error::Error(Finding f) : std::runtime_error(f.ToString()), finding_(std::move(f)) {}
+
+inline Error::Error(std::string code, std::string message)
+    : Error(Finding{Finding::Severity::kError, std::move(code), std::move(message), {}, {}, {}, {}}) {}
 
 }  // namespace ptepack

@@ -78,7 +78,6 @@ class PteFile {
  private:
   PteFile() = default;
   void Parse(const ReadOptions& opts);
-  void CheckProgram(const ReadOptions& opts);
 
   std::string name_;
   Bytes file_;

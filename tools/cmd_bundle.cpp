@@ -1,4 +1,4 @@
-// `ptepack checksum` and `ptepack bundle`.
+// `ptepack bundle`: one zstd-compressed file for a program and its .ptd files.
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -12,13 +12,8 @@
 #include "tools/commands.h"
 
 namespace ptepack::cli {
-namespace {
 
-struct ChecksumOpts {
-  std::vector<std::string> files, ptds;
-  bool json = false;
-  IntegrityOptions io;
-};
+namespace {
 
 struct BundleCreateOpts {
   std::string out;
@@ -56,65 +51,6 @@ void PrintMembers(const BundleInfo& info) {
 }
 
 }  // namespace
-
-void RegisterChecksum(CLI::App& app) {
-  auto o = std::make_shared<ChecksumOpts>();
-  auto* c = app.add_subcommand("checksum",
-                               "XXH3-64 checksums of the regions of .pte/.ptd files (program, each segment, "
-                               "padding); write them to a JSON manifest or compare with one. Files are verified "
-                               "first. Same as `verify --checksum`, for several files at once.");
-  c->add_option("FILE", o->files, ".pte and .ptd files")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "More .ptd files (the same as giving them as FILE)")->check(CLI::ExistingFile);
-  c->add_flag("--json", o->json, "Print JSON (the manifest's form)");
-  c->add_option("--write-manifest", o->io.write_manifest, "Write the checksums to this JSON manifest");
-  c->add_option("--manifest", o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment")
-      ->check(CLI::ExistingFile);
-  c->callback([o]() {
-    o->files.insert(o->files.end(), o->ptds.begin(), o->ptds.end());
-    o->ptds.clear();
-    std::vector<std::unique_ptr<PteFile>> ptes;
-    std::vector<std::unique_ptr<PtdFile>> ptds;
-    std::vector<const Report*> reports;
-    for (const auto& f : o->files) {
-      if (IsPtdFile(f)) {
-        ptds.push_back(PtdFile::Open(f));
-        reports.push_back(&ptds.back()->report());
-      } else {
-        ptes.push_back(PteFile::Open(f));
-        reports.push_back(&ptes.back()->report());
-      }
-    }
-    bool ok = true;
-    for (const Report* r : reports) ok = ok && r->ok();
-    IntegrityResult ir;
-    if (ok) {
-      std::vector<const PteFile*> pp;
-      std::vector<const PtdFile*> dp;
-      for (const auto& p : ptes) pp.push_back(p.get());
-      for (const auto& p : ptds) dp.push_back(p.get());
-      ir = RunIntegrity(pp, dp, o->io);
-      for (const auto& r : ir.reports) reports.push_back(&r);
-      ok = ir.ok();
-    }
-    if (o->json) {
-      nlohmann::json j = ManifestJson(ir.files);
-      j["valid"] = ok;
-      j["findings"] = FindingsJson(reports);
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      for (const Report* r : reports) {
-        for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
-      }
-      for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
-      if (!o->io.write_manifest.empty() && !ir.files.empty()) {
-        std::cout << "manifest written: " << o->io.write_manifest << "\n";
-      }
-      if (!o->io.manifest.empty() && ok) std::cout << "manifest " << o->io.manifest << ": all checksums match\n";
-      if (!ok) std::cerr << "checksum: INVALID\n";
-    }
-    g_exit = ok ? kOk : kInvalid;
-  });
-}
 
 void RegisterBundle(CLI::App& app) {
   auto* b = app.add_subcommand("bundle",

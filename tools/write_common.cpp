@@ -1,0 +1,135 @@
+#include "tools/write_common.h"
+
+namespace ptepack::cli {
+
+void AddOverrides(CLI::App* c, Overrides& o) {
+  c->add_option("--config", o.config_file, "BackendConfig as JSON (ExecutorchBackendConfig field names)")
+      ->check(CLI::ExistingFile);
+  c->add_option("--segment-alignment", o.segment_alignment, "Alignment of each segment (power of two)");
+  c->add_option("--constant-tensor-alignment", o.constant_tensor_alignment,
+                "Alignment of each constant tensor in the constant segment (power of two)");
+  c->add_option("--delegate-alignment", o.delegate_alignment, "Alignment of inline delegate data (power of two)");
+  c->add_option("--ptd-segment-alignment", o.ptd_segment_alignment, "Segment alignment of written .ptd files");
+  c->add_option("--extract-delegate-segments", o.extract_delegate_segments,
+                "Move delegate payloads into segments (true) or keep them inline (false)");
+  c->add_option("--emit-stacktrace", o.emit_stacktrace, "Keep (true) or drop (false) stack traces");
+  c->add_option("--emit-mutable-buffer-names", o.emit_mutable_buffer_names, "Keep or drop mutable buffer names");
+  c->add_option("--flatbuffer-order", o.order,
+                "Flatbuffer byte layout to produce: flatc, flatc-legacy or python (default: as the input)")
+      ->check(CLI::IsMember({"flatc", "flatc-legacy", "python"}));
+}
+
+void Apply(const Overrides& o, BackendConfig& c) {
+  if (!o.config_file.empty()) {
+    BackendConfig f = LoadConfigFile(o.config_file);
+    c = f;
+  }
+  if (o.segment_alignment) c.segment_alignment = *o.segment_alignment;
+  if (o.constant_tensor_alignment) c.constant_tensor_alignment = *o.constant_tensor_alignment;
+  if (o.delegate_alignment) c.delegate_alignment = *o.delegate_alignment;
+  if (o.ptd_segment_alignment) c.ptd_segment_alignment = *o.ptd_segment_alignment;
+  if (o.extract_delegate_segments) c.extract_delegate_segments = *o.extract_delegate_segments;
+  if (o.emit_stacktrace) c.emit_stacktrace = *o.emit_stacktrace;
+  if (o.emit_mutable_buffer_names) c.emit_mutable_buffer_names = *o.emit_mutable_buffer_names;
+  if (!o.order.empty()) ParseFlatbufferOrder(o.order, &c.flatbuffer_order);
+  c.Validate();
+}
+
+bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
+  std::vector<std::unique_ptr<PtdFile>> ptds;
+  std::vector<const PtdFile*> ptrs;
+  bool ok = true;
+  for (const auto& p : r.ptds) {
+    ptds.push_back(PtdFile::Open(p.path));
+    ptrs.push_back(ptds.back().get());
+    ok = ok && ptds.back()->ok();
+    for (const auto& f : ptds.back()->report().findings()) std::cerr << f.ToString() << "\n";
+  }
+  auto pte = PteFile::Open(r.pte.path);
+  pte->CheckExternalKeys(ptrs);
+  for (const auto& f : pte->report().findings()) std::cerr << f.ToString() << "\n";
+  ok = ok && pte->ok();
+  nlohmann::json files = nlohmann::json::array();
+  files.push_back({{"path", r.pte.path}, {"size", r.pte.size}});
+  for (const auto& p : r.ptds) files.push_back({{"path", p.path}, {"size", p.size}});
+  *out = {{"files", files},
+          {"flatbuffer_size", r.flatbuffer_size},
+          {"segments", r.num_segments},
+          {"dedup_bytes_saved", r.dedup_bytes_saved},
+          {"verified", ok}};
+  if (!quiet) {
+    std::cerr << "wrote " << r.pte.path << " (" << r.pte.size << " bytes, " << r.num_segments << " segments)";
+    for (const auto& p : r.ptds) std::cerr << ", " << p.path << " (" << p.size << " bytes)";
+    std::cerr << (ok ? "; verified OK" : "; OUTPUT DOES NOT VERIFY") << "\n";
+  }
+  return ok;
+}
+
+void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place) {
+  c->add_option("-o,--output", f.out,
+                in_place ? "Output .pte (.ptd files go next to it); with --in-place, default the input"
+                         : "Output .pte (.ptd files go next to it)");
+  if (in_place) {
+    c->add_flag("--in-place", f.in_place,
+                "Allow the output to replace an input file (keeps its mode); -o defaults to the input");
+  }
+  c->add_flag("--force", f.force, "Replace an existing .ptd beside the output that this command did not read");
+  c->add_flag("--dry-run", f.dry_run, "Check everything and list the files that would be written; write nothing");
+  c->add_flag("--json", f.json, "Print a JSON summary");
+  c->add_flag("-q,--quiet", f.quiet, "No progress or summary on stderr");
+}
+
+void ResolveOutput(OutputFlags& f, const std::string& in) {
+  if (!f.out.empty()) return;
+  if (f.in_place) {
+    f.out = in;
+    return;
+  }
+  throw Error("usage", "an output is required: give -o OUT.pte (or --in-place to replace the input)");
+}
+
+void PrintDryRun(const WriteResult& r, bool json) {
+  nlohmann::json files = nlohmann::json::array();
+  files.push_back({{"path", r.pte.path}, {"size", r.pte.size}});
+  for (const auto& p : r.ptds) files.push_back({{"path", p.path}, {"size", p.size}});
+  if (json) {
+    std::cout << nlohmann::json{{"dry_run", true}, {"files", files}}.dump(2, ' ', false,
+                                                                          nlohmann::json::error_handler_t::replace)
+              << "\n";
+    return;
+  }
+  std::cout << "would write:\n";
+  for (const auto& e : files) {
+    std::cout << "  " << e["path"].get<std::string>() << " (" << e["size"].get<uint64_t>() << " bytes)\n";
+  }
+}
+
+WriteOptions MakeWriteOptions(const OutputFlags& f, const std::vector<std::string>& inputs) {
+  WriteOptions wo{inputs, f.in_place, ProgressPrinter(f.quiet)};
+  wo.force = f.force;
+  wo.dry_run = f.dry_run;
+  return wo;
+}
+
+void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputFlags& f, nlohmann::json extra) {
+  if (f.dry_run) {
+    PrintDryRun(r, f.json);
+    g_exit = kOk;
+    return;
+  }
+  nlohmann::json j;
+  bool ok = CheckOutputs(r, f.quiet, &j);
+  j["config"] = ConfigToJson(cfg);
+  j.update(extra);
+  if (f.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  g_exit = ok ? kOk : kFailed;
+}
+
+WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+                           const OutputFlags& f, nlohmann::json extra) {
+  WriteResult r = WritePackage(pkg, cfg, f.out, MakeWriteOptions(f, inputs));
+  ReportWritten(r, cfg, f, std::move(extra));
+  return r;
+}
+
+}  // namespace ptepack::cli

@@ -1,0 +1,70 @@
+// What pack, repack, split and extract share: config overrides, inputs, output flags and the
+// report of what was written.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "config/backend_config.h"
+#include "ptepack/repack.h"
+#include "serialize/api/read_api.h"
+#include "serialize/format/program_json.h"
+#include "serialize/model/package.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
+#include "serialize/write/pte_writer.h"
+#include "tools/commands.h"
+
+namespace ptepack::cli {
+
+struct Overrides {
+  std::string config_file;
+  std::optional<uint64_t> segment_alignment, constant_tensor_alignment, delegate_alignment, ptd_segment_alignment;
+  std::optional<bool> extract_delegate_segments, emit_stacktrace, emit_mutable_buffer_names;
+  std::string order;
+};
+
+void AddOverrides(CLI::App* c, Overrides& o);
+
+void Apply(const Overrides& o, BackendConfig& c);
+
+// Re-reads what was written and fails loudly if it does not verify.
+bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out);
+
+// Flags every writing command has.
+struct OutputFlags {
+  std::string out;
+  bool in_place = false, json = false, quiet = false, force = false, dry_run = false;
+};
+
+void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place);
+
+// -o, or the input with --in-place.
+void ResolveOutput(OutputFlags& f, const std::string& in);
+
+void PrintDryRun(const WriteResult& r, bool json);
+
+// The write options the output flags ask for (progress on a terminal unless --quiet).
+WriteOptions MakeWriteOptions(const OutputFlags& f, const std::vector<std::string>& inputs = {});
+
+// Re-reads and verifies what was written, prints the summary (or, with
+// --dry-run, what would be written) and sets the exit code.
+void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputFlags& f,
+                   nlohmann::json extra = nlohmann::json::object());
+
+// Writes, re-reads and verifies the outputs, prints the summary and sets the
+// exit code.
+WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+                           const OutputFlags& f, nlohmann::json extra = nlohmann::json::object());
+
+}  // namespace ptepack::cli
