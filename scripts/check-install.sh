@@ -37,6 +37,18 @@ for f in include/ptepack/*; do
   fi
 done
 [ "$bad" = 0 ] || exit 1
+# The README's C++ example is an excerpt of examples/consumer/emit_model.cpp (indentation aside).
+python3 - <<'PY' || exit 1
+import re, sys
+readme = open("README.md").read()
+block = readme.split("## The library", 1)[1].split("```cpp\n", 1)[1].split("```", 1)[0]
+strip = lambda text: [l.strip() for l in text.strip().splitlines()]
+example = strip(open("examples/consumer/emit_model.cpp").read())
+lines = strip(block)
+if not any(example[i:i + len(lines)] == lines for i in range(len(example))):
+    sys.exit("check-install: README.md's C++ example is not an excerpt of examples/consumer/emit_model.cpp")
+print(f"check-install: README's C++ example: {len(lines)} lines of examples/consumer/emit_model.cpp")
+PY
 echo "check-install: include/ptepack: $(ls include/ptepack | wc -l) public headers, none generated or test-only"
 
 # 2. Build the library and CLI alone (no tests, no bench) and install them
