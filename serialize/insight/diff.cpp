@@ -325,7 +325,9 @@ class Summarizer {
         }
       }
     } else if (mutable_state) {
-      data = SubsegmentItem(*p_.mutable_data_segments()->Get(0), eti->mutable_data_segments_idx(), nbytes);
+      const auto* mds = p_.mutable_data_segments();
+      if (!mds || mds->size() == 0) throw Error("diff-bad-index", pte_.name() + ": mutable data without a segment");
+      data = SubsegmentItem(*mds->Get(0), eti->mutable_data_segments_idx(), nbytes);
       where = "pte mutable data segment";
     } else {
       data = ConstantData(t.data_buffer_idx(), nbytes, &where);
