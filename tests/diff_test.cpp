@@ -95,6 +95,29 @@ TEST(Diff, AnotherFlatbufferOrderIsLayoutOnly) {
   EXPECT_EQ(d["verdict"], "layout only") << d["changes"].dump();
 }
 
+// Every fixture rewritten in each flatbuffer order, and with delegates
+// inline: never "different" (the flatbuffer bytes change; the content does not).
+TEST(Diff, EveryFixtureInEveryFlatbufferOrderIsTheSameContent) {
+  const std::string dir = testing::TempDir("diff_grid");
+  for (const std::string& name : testing::PteFixtures()) {
+    if (name == "linear.pte" || name == "xor.pte" || name == "bundled_program.bpte")
+      continue;  // need a .ptd / no program
+    for (std::vector<std::string> flags : {std::vector<std::string>{"--flatbuffer-order", "flatc"},
+                                           std::vector<std::string>{"--flatbuffer-order", "python"},
+                                           std::vector<std::string>{"--extract-delegate-segments", "false"}}) {
+      SCOPED_TRACE(name + " " + flags[0] + " " + flags[1]);
+      std::vector<std::string> args = {"repack", FixturePath(name), "-o", dir + "/out.pte", "--force"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      auto rp = RunCli(args);
+      ASSERT_EQ(rp.exit_code, 0) << rp.err;
+      int code = -1;
+      auto d = DiffCli({FixturePath(name), dir + "/out.pte"}, &code);
+      EXPECT_EQ(code, 0);
+      EXPECT_NE(d["verdict"], "different") << d["changes"].dump(1);
+    }
+  }
+}
+
 std::vector<uint8_t> Floats(std::initializer_list<float> v) {
   std::vector<uint8_t> out(v.size() * 4);
   std::memcpy(out.data(), v.begin(), out.size());
@@ -260,6 +283,24 @@ TEST(Diff, PtdBackedFixtureAgainstASplitWithAnotherTag) {
   ASSERT_EQ(changed.size(), 1u) << d["changes"].dump(1);
   EXPECT_EQ(std::get<0>(*changed.begin()), "constant");
   EXPECT_NE(d["changes"].dump().find(e.key), std::string::npos) << e.key;
+}
+
+// External tensors whose .ptd was given for one side only cannot be
+// compared: a content change (exit 1), never silently the same.
+TEST(Diff, AMissingPtdOnOneSideIsNotTheSame) {
+  int code = -1;
+  auto d = DiffCli({FixturePath("linear.pte"), FixturePath("linear.pte"), "--ptd-a", FixturePath("linear.ptd")}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(d["verdict"], "different");
+  size_t constants = 0;
+  for (const auto& c : d["changes"]) {
+    if (c["category"] == "constant") {
+      ++constants;
+      EXPECT_EQ(c["kind"], "changed");
+      EXPECT_NE(c["b"].get<std::string>().find("data not given"), std::string::npos) << c;
+    }
+  }
+  EXPECT_EQ(constants, 2u) << d["changes"].dump(1);
 }
 
 // A CPU program with its constants in the .pte against its split into a .ptd:

@@ -107,6 +107,7 @@ struct Stored {
   uint64_t hash = 0;
   std::string location;
   std::string method;  // constants: the method whose value it is
+  bool given = true;   // false: an external tensor no given .ptd holds
 };
 
 struct DelegateInfo {
@@ -317,7 +318,7 @@ class Summarizer {
     Bytes data;
     std::string where;
     if (external) {
-      where = "external key " + fqn + ", not given";
+      where = "not given";
       for (const PtdFile* ptd : ptds_) {
         if (auto b = ptd->Find(fqn)) {
           data = b->Sub(0, std::min<uint64_t>(nbytes, b->size));
@@ -335,6 +336,7 @@ class Summarizer {
     out_.constants[key] = HashStored(data, desc, where);
     out_.constants[key].name = fqn;
     out_.constants[key].method = method;
+    out_.constants[key].given = !external || where != "not given";
   }
 
   Bytes SubsegmentItem(const et::SubsegmentOffsets& s, uint64_t idx, uint64_t nbytes) {
@@ -514,8 +516,9 @@ class Comparer {
     return std::to_string(d.size) + " bytes, xxh3 " + HexDigest(d.hash);
   }
   static std::string StoredDesc(const Stored& s) {
-    return (s.name.empty() ? "" : s.name + " ") + (s.desc.empty() ? "" : s.desc + ", ") + std::to_string(s.bytes) +
-           " bytes, xxh3 " + HexDigest(s.hash);
+    std::string head = (s.name.empty() ? "" : s.name + " ") + (s.desc.empty() ? "" : s.desc + ", ");
+    if (!s.given) return head + "data not given (no .ptd given holds this key)";
+    return head + std::to_string(s.bytes) + " bytes, xxh3 " + HexDigest(s.hash);
   }
 
   // Constants of a method only one side has are covered by the method's change.
