@@ -5,6 +5,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-dev
       libflatbuffers-dev flatbuffers-compiler libzstd-dev libxxhash-dev xxhash
       nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
       python3 python3-flatbuffers)
+PKGS+=(graphviz)  # `ptepack graph -o X.svg|X.html` runs Graphviz dot; its tests check dot accepts the DOT
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

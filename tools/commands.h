@@ -27,6 +27,8 @@ void RegisterSplit(CLI::App& app);
 void RegisterExtract(CLI::App& app);
 void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
+void RegisterDiff(CLI::App& app);
+void RegisterGraph(CLI::App& app);
 
 // True if `path` starts like a .ptd (FlatTensor) file.
 bool IsPtdFile(const std::string& path);
