@@ -27,6 +27,7 @@ void RegisterSplit(CLI::App& app);
 void RegisterExtract(CLI::App& app);
 void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
+void RegisterSize(CLI::App& app);
 
 // True if `path` starts like a .ptd (FlatTensor) file.
 bool IsPtdFile(const std::string& path);
