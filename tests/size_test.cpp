@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "serialize/insight/memory.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "test_util.h"
@@ -144,6 +145,40 @@ TEST(Size, CliJsonTopAndSort) {
   EXPECT_NE(text.out.find("1,350,144 bytes"), std::string::npos) << text.out;
   auto bad = testing::RunCli({"size", FixturePath("add.pte"), "--sort", "size"});
   EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// Runtime memory, by hand from `flatc --json` of the fixtures (see the size facts above):
+// conv2d_quantized: non_const_buffer_sizes [0, 4014080] -> one planned buffer of 4014080
+//   (entry 0 is skipped, as the runtime does); constants 9408 + 256 = 9664 bytes.
+// stories260k_qnn: kv_forward and prefill_forward have non_const_buffer_sizes [0, 0] and one
+//   QnnBackend delegate each, both in segment 1 (1331456 bytes, freeable after init); loading all
+//   methods maps that payload once.
+TEST(Size, RuntimeMemoryMatchesHandDerivedFacts) {
+  auto conv = PteFile::Open(testing::FixturePath("conv2d_quantized.pte"));
+  MemoryReport m = AnalyzeMemory(*conv, {});
+  ASSERT_EQ(m.methods.size(), 1u);
+  EXPECT_EQ(m.methods[0].planned, std::vector<uint64_t>{4014080});
+  EXPECT_EQ(m.methods[0].constants_pte, 9664u);
+  EXPECT_EQ(m.methods[0].at_init, 4014080u + 9664u);
+  EXPECT_EQ(m.methods[0].after_init, 4014080u + 9664u);
+
+  auto qnn = PteFile::Open(testing::FixturePath("stories260k_qnn.pte"));
+  m = AnalyzeMemory(*qnn, {});
+  ASSERT_EQ(m.methods.size(), 29u);
+  EXPECT_EQ(m.methods[0].name, "kv_forward");
+  EXPECT_EQ(m.methods[0].planned, std::vector<uint64_t>{0});
+  EXPECT_EQ(m.methods[0].delegates_segment, 1331456u);
+  EXPECT_EQ(m.methods[0].at_init, 1331456u);
+  EXPECT_EQ(m.methods[0].after_init, 0u);
+  EXPECT_EQ(m.methods[2].name, "get_ar_len");
+  EXPECT_TRUE(m.methods[2].planned.empty());
+  EXPECT_EQ(m.all.delegates_segment, 1331456u);
 }
 
 }  // namespace

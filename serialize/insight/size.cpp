@@ -599,6 +599,7 @@ SizeReport AnalyzeSize(const PteFile& pte, const std::vector<const PtdFile*>& pt
   for (const PtdFile* ptd : ptds) r.ptds.push_back(AnalyzePtdSize(*ptd));
   AddTensors(pte, ptds, r);
   AddDelegates(pte, r);
+  r.memory = AnalyzeMemory(pte, ptds);
   return r;
 }
 

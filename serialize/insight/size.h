@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "serialize/insight/memory.h"
+
 namespace ptepack {
 
 class PteFile;
@@ -68,6 +70,7 @@ struct SizeReport {
   std::vector<FileSize> ptds;
   std::vector<SizeTensor> tensors;  // by bytes, largest first
   std::vector<SizeDelegate> delegates;
+  MemoryReport memory;  // what the runtime allocates and maps (memory.h)
 };
 
 // Needs a program that passed the FlatBuffers verifier (pte.program() != nullptr);

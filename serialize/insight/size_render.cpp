@@ -119,6 +119,7 @@ nlohmann::json SizeJson(const SizeReport& r, size_t top, SizeSort sort) {
                               {"bytes", d.bytes},
                               {"compile_specs", d.compile_specs}});
   }
+  j["memory"] = MemoryJson(r.memory);
   return j;
 }
 
@@ -146,6 +147,7 @@ std::string RenderSizeText(const SizeReport& r, size_t top, SizeSort sort) {
       o << line;
     }
   }
+  if (!r.memory.methods.empty()) o << "\n" << RenderMemoryText(r.memory);
   return o.str();
 }
 
