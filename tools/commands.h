@@ -28,6 +28,7 @@ void RegisterExtract(CLI::App& app);
 void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
 void RegisterSize(CLI::App& app);
+void RegisterMap(CLI::App& app);
 
 // True if `path` starts like a .ptd (FlatTensor) file.
 bool IsPtdFile(const std::string& path);

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   RegisterChecksum(app);
   RegisterBundle(app);
   RegisterSize(app);
+  RegisterMap(app);
   // `ptepack help [CMD]`, and a mistyped subcommand named with a suggestion.
   if (argc >= 2 && argv[1][0] != '-') {
     std::string word = argv[1];
