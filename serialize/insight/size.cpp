@@ -17,6 +17,9 @@ namespace {
 
 namespace fbs = executorch_flatbuffer;
 
+// a + b, or UINT64_MAX on overflow (offsets from damaged files).
+uint64_t SatAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
 // Attributes every byte of [0, size) to one part. Claims may overlap (shared
 // strings, segments sharing data): the claim that starts first owns the
 // overlap. Bytes no claim covers go to the gap part of the zone they lie in
@@ -224,6 +227,7 @@ class FlatbufferWalker {
   void Value(const fbs::EValue& v) {
     Table(&v, kValues, "EValue");
     Table(v.val(), kValues, fbs::EnumNameKernelTypes(v.val_type()));
+    if (!v.val()) return;  // a union tag without a value (the reader reports it)
     using K = fbs::KernelTypes;
     switch (v.val_type()) {
       case K::Tensor: {
@@ -382,7 +386,7 @@ void ClaimSubsegments(Ledger& l, const SegmentSpan& seg, const flatbuffers::Vect
     uint64_t extent = (next == starts.end() ? seg.size : *next) - o;
     auto it = use.find(i);
     uint64_t used = it != use.end() ? std::min(extent, it->second) : (i == 0 ? 0 : extent);
-    l.Claim(seg.file_offset + o, used, data_part);
+    l.Claim(SatAdd(seg.file_offset, o), used, data_part);
   }
 }
 
@@ -415,7 +419,7 @@ std::vector<SizeBand> Bands(uint64_t file_size, uint64_t header_end, uint64_t fb
   std::stable_sort(segs.begin(), segs.end(), [](const SizeBand& a, const SizeBand& b) { return a.offset < b.offset; });
   uint64_t cursor = fb_end;
   for (SizeBand s : segs) {
-    uint64_t end = std::min(file_size, s.offset + s.size);
+    uint64_t end = std::min(file_size, SatAdd(s.offset, s.size));
     if (end <= cursor) continue;  // shares its bytes with an earlier segment, or outside the file
     if (s.offset > cursor) out.push_back({"padding", "padding", cursor, s.offset - cursor});
     s.offset = std::max(s.offset, cursor);
@@ -444,7 +448,7 @@ FileSize PteParts(const PteFile& pte) {
   std::vector<SizeBand> seg_bands;
   for (size_t i = 0; i < segs.size(); ++i) {
     const SegmentSpan& s = segs[i];
-    last_end = std::max(last_end, s.file_offset + s.size);
+    last_end = std::max(last_end, SatAdd(s.file_offset, s.size));
     seg_bands.push_back({roles[i].kind, "segment " + std::to_string(i) + ": " + roles[i].label, s.file_offset, s.size});
     if (roles[i].kind == "constants") {
       ClaimSubsegments(l, s, p.constant_segment()->offsets(), BufferUse(p, false), l.Part("segments", "constants"),
@@ -567,7 +571,7 @@ FileSize AnalyzePtdSize(const PtdFile& ptd) {
   Ledger l(fs.file_size);
   const FlatTensorHeader& h = ptd.header();
   const uint64_t header_end = 8 + h.length;
-  const uint64_t fb_end = h.flatbuffer_offset + h.flatbuffer_size;
+  const uint64_t fb_end = SatAdd(h.flatbuffer_offset, h.flatbuffer_size);
   l.Claim(0, header_end, l.Part("header", "header"));
   l.Zone(0, fb_end, l.Part("flatbuffer", "tensor metadata (flatbuffer)"));
   uint64_t last_end = fb_end;
@@ -575,12 +579,12 @@ FileSize AnalyzePtdSize(const PtdFile& ptd) {
   for (size_t i = 0; i < ptd.segments().size(); ++i) {
     const SegmentSpan& s = ptd.segments()[i];
     l.Zone(s.file_offset, s.size, l.Part("padding", "tensor alignment"));
-    last_end = std::max(last_end, s.file_offset + s.size);
+    last_end = std::max(last_end, SatAdd(s.file_offset, s.size));
     bands.push_back({"segment", "segment " + std::to_string(i), s.file_offset, s.size});
   }
   for (const PtdEntry& e : ptd.entries()) {
     if (e.segment_index >= ptd.segments().size()) continue;
-    uint64_t at = ptd.segments()[e.segment_index].file_offset + e.offset;
+    uint64_t at = SatAdd(ptd.segments()[e.segment_index].file_offset, e.offset);
     l.Claim(at, e.size, l.Part("data", e.has_layout ? "tensors" : "named data"));
   }
   l.Zone(last_end, fs.file_size, l.Part("padding", "after the last segment"));
