@@ -54,7 +54,13 @@ class Collector {
           if (e.key == key) file = std::filesystem::path(ptd->name()).filename().string(), bytes = e.size;
         }
       }
-      if (seen_.insert("x/" + file + "/" + key).second) m.constants_ptd[file] += bytes;
+      // An external mutable tensor's initial state is copied into planned memory at load.
+      if (!seen_.insert("x/" + file + "/" + key).second) return;
+      if (t.allocation_info()) {
+        m.mutable_state += bytes;
+      } else {
+        m.constants_ptd[file] += bytes;
+      }
       return;
     }
     if (t.data_buffer_idx() == 0) return;

@@ -29,8 +29,8 @@ struct MethodMemory {
   // after it) and inline in the flatbuffer (resident with the program).
   uint64_t delegates_segment = 0;
   uint64_t delegates_inline = 0;
-  // Initial state of mutable buffers copied from the mutable data segment
-  // into planned memory at load (already counted in `planned`).
+  // Initial state of mutable buffers, copied into planned memory at load
+  // from the mutable data segment or a .ptd (already counted in `planned`).
   uint64_t mutable_state = 0;
   // planned + constants + all delegate data: the peak while loading.
   uint64_t at_init = 0;

@@ -1,12 +1,15 @@
 // Runtime memory (issue 13 part 4): the planned buffers `ptepack size` reports per method are
-// the ones ExecuTorch's runtime reports (MethodMeta::memory_planned_buffer_size), and the
-// delegate bytes are the payload sizes the runtime hands to each backend's init, for every
+// the ones ExecuTorch's runtime reports (MethodMeta::memory_planned_buffer_size); the delegate
+// bytes are the payload sizes the runtime hands to each backend's init; the constant bytes from
+// the .pte and the .ptd are those of the tensors the runtime resolved (each stored buffer or key
+// once); the mutable state is what the harness finds loaded into planned memory; for every
 // fixture.
 #include "serialize/insight/memory.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "conformance/oracle_runner.h"
@@ -26,9 +29,39 @@ const json* RuntimeMethod(const json& out, const std::string& name) {
   return nullptr;
 }
 
+// Constants as the runtime resolved them (parseTensor's nbytes), each stored buffer (program) or
+// key (.ptd) once; compared only where the runtime resolved all of them.
+// Returns the number of constant tensors compared.
+size_t ExpectConstantsAsResolved(const MethodMemory& m, const json& rm, const std::string& file) {
+  std::map<uint64_t, uint64_t> program;
+  std::map<std::string, uint64_t> external;
+  for (const auto& c : rm["constants"]) {
+    if (c["status"]["code"] != 0) return 0;  // Error::Ok
+    uint64_t nb = c["nbytes"].get<uint64_t>();
+    if (c["source"] == "program") {
+      uint64_t& b = program[c["buffer_index"].get<uint64_t>()];
+      b = std::max(b, nb);
+    } else {
+      external[c["key"].get<std::string>()] = nb;
+    }
+  }
+  uint64_t want_pte = 0, want_ptd = 0, ours_ptd = 0;
+  for (const auto& [i, nb] : program) want_pte += nb;
+  for (const auto& [k, nb] : external) want_ptd += nb;
+  for (const auto& [f, nb] : m.constants_ptd) ours_ptd += nb;
+  EXPECT_EQ(m.constants_pte, want_pte) << file << " " << m.name;
+  EXPECT_EQ(ours_ptd, want_ptd) << file << " " << m.name;
+  if (rm.contains("planned_initial_state")) {
+    uint64_t state = 0;
+    for (const auto& s : rm["planned_initial_state"]) state += s["nbytes"].get<uint64_t>();
+    EXPECT_EQ(m.mutable_state, state) << file << " " << m.name;
+  }
+  return rm["constants"].size();
+}
+
 TEST(MemoryConformance, PlannedBuffersAndDelegatesMatchTheRuntime) {
   PTEPACK_REQUIRE_RUNTIME_ORACLE();
-  size_t methods = 0, buffers = 0, delegates = 0;
+  size_t methods = 0, buffers = 0, delegates = 0, constants = 0;
   for (const auto& name : PteFixtures()) {
     std::string stem = name.substr(0, name.size() - 4);
     std::vector<std::string> ptd_paths;
@@ -51,6 +84,7 @@ TEST(MemoryConformance, PlannedBuffersAndDelegatesMatchTheRuntime) {
         EXPECT_EQ(m.planned[i], sizes[i].get<uint64_t>()) << name << " " << m.name << " buffer " << i;
       }
       ++methods, buffers += m.planned.size();
+      constants += ExpectConstantsAsResolved(m, *rm, name);
       // Delegate payloads, each stored copy once (the same payload handed to two inits is one copy).
       if (!rm->contains("delegate_inits")) continue;
       std::set<std::string> seen;
@@ -64,8 +98,9 @@ TEST(MemoryConformance, PlannedBuffersAndDelegatesMatchTheRuntime) {
       EXPECT_EQ(m.delegates_segment + m.delegates_inline, runtime_bytes) << name << " " << m.name;
     }
   }
-  std::printf("compared %zu methods, %zu planned buffers, %zu delegate inits with the runtime\n", methods, buffers,
-              delegates);
+  std::printf("compared %zu methods, %zu planned buffers, %zu delegate inits, %zu constant tensors with the runtime\n",
+              methods, buffers, delegates, constants);
+  EXPECT_GE(constants, 50u);
   EXPECT_GE(methods, 30u);
 }
 
