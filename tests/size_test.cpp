@@ -69,6 +69,10 @@ TEST(Size, EveryFixturePartsAddUpToTheFileSize) {
     ExpectExactCover(r.pte);
     // The flatbuffer's parts (and the header) fill [0, program_size).
     EXPECT_EQ(GroupBytes(r.pte, "header") + GroupBytes(r.pte, "flatbuffer"), pte->program_size()) << name;
+    // No byte is claimed by two objects: each table's extent (computed from its fields, not from
+    // the vtable's object size, which a shared vtable may take from another table) ends where the
+    // next object starts. None of the fixtures stores a string or segment twice over.
+    EXPECT_EQ(r.pte.shared_bytes, 0u) << name;
     ASSERT_EQ(r.ptds.size(), ptrs.size());
     for (size_t i = 0; i < ptrs.size(); ++i) {
       EXPECT_EQ(r.ptds[i].file_size, ptrs[i]->file().size);
@@ -128,6 +132,21 @@ TEST(Size, Stories260kQnnMatchesHandDerivedFacts) {
     EXPECT_EQ(d.location, "segment 1");
     EXPECT_EQ(d.bytes, 1331456u);
   }
+}
+
+// module_linear_no_constant_segment.pte (constants inline, flatc-legacy order), by hand from
+// `flatc --json`: constant_buffer = [{storage: []}, {storage: 16 bytes}, {storage: 16 bytes}].
+// The vector of 3 offsets: 4 + 3 * 4 = 16; three Buffer tables, each a vtable offset and one
+// storage offset: 3 * 8 = 24; the storage vectors: (4 + 0) + (4 + 16) + (4 + 16) = 44; 84 in all.
+// No eh00 header: the header is the root offset and "ET12" (8 bytes), the rest flatbuffer.
+TEST(Size, LegacyInlineConstantsMatchHandDerivedFacts) {
+  auto pte = PteFile::Open(FixturePath("module_linear_no_constant_segment.pte"));
+  SizeReport r = AnalyzeSize(*pte, {});
+  auto m = PartBytes(r.pte);
+  EXPECT_EQ(m["flatbuffer/legacy constant buffers"], 84u);
+  EXPECT_EQ(m["header/header"], 8u);
+  EXPECT_EQ(GroupBytes(r.pte, "flatbuffer"), 1040u - 8u);
+  EXPECT_EQ(GroupBytes(r.pte, "segments") + GroupBytes(r.pte, "padding"), 0u);
 }
 
 TEST(Size, CliJsonTopAndSort) {

@@ -45,6 +45,8 @@ class Ledger {
     uint64_t end = len > size_ - begin ? size_ : begin + len;
     if (end > begin) zones_.push_back({begin, end, gap_part, zones_.size()});
   }
+  // Bytes claimed more than once (counted for the first claim only); valid after Resolve.
+  uint64_t overlap() const { return overlap_; }
   std::vector<SizePart> Resolve(int default_gap) {
     std::sort(claims_.begin(), claims_.end(), [](const Range& a, const Range& b) {
       return a.begin != b.begin ? a.begin < b.begin : a.order < b.order;
@@ -52,6 +54,7 @@ class Ledger {
     uint64_t cursor = 0;
     for (const Range& c : claims_) {
       if (c.begin > cursor) Gap(cursor, c.begin, default_gap);
+      overlap_ += std::min(c.end, cursor) > c.begin ? std::min(c.end, cursor) - c.begin : 0;
       if (c.end > cursor) {
         parts_[c.part].bytes += c.end - std::max(c.begin, cursor);
         cursor = c.end;
@@ -88,6 +91,7 @@ class Ledger {
     }
   }
   uint64_t size_;
+  uint64_t overlap_ = 0;
   std::vector<SizePart> parts_;
   std::vector<Range> claims_, zones_;
 };
@@ -466,6 +470,7 @@ FileSize PteParts(const PteFile& pte) {
   }
   l.Zone(last_end, fs.file_size, l.Part("padding", "after the last segment"));
   fs.parts = l.Resolve(l.Part("padding", "segment alignment"));
+  fs.shared_bytes = l.overlap();
   AssignPercents(fs.parts, fs.file_size);
   fs.bands = Bands(fs.file_size, header_end, pte.program_size(), "flatbuffer", std::move(seg_bands));
   return fs;
@@ -589,6 +594,7 @@ FileSize AnalyzePtdSize(const PtdFile& ptd) {
   }
   l.Zone(last_end, fs.file_size, l.Part("padding", "after the last segment"));
   fs.parts = l.Resolve(l.Part("padding", "segment alignment"));
+  fs.shared_bytes = l.overlap();
   AssignPercents(fs.parts, fs.file_size);
   fs.bands = Bands(fs.file_size, header_end, fb_end, "flatbuffer", std::move(bands));
   return fs;

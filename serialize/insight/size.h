@@ -42,6 +42,9 @@ struct FileSize {
   uint64_t file_size = 0;
   std::vector<SizePart> parts;  // non-empty parts only; sum of bytes == file_size
   std::vector<SizeBand> bands;
+  // Bytes owned by more than one object (a string or segment stored once and
+  // referenced twice); each counts once, for the part that starts first.
+  uint64_t shared_bytes = 0;
 };
 
 // A stored tensor (or named blob): one entry per stored copy.

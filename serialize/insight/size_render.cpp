@@ -41,7 +41,8 @@ nlohmann::json FileJson(const FileSize& f) {
   for (const auto& b : f.bands) {
     bands.push_back({{"kind", b.kind}, {"label", b.label}, {"offset", b.offset}, {"size", b.size}});
   }
-  return {{"file", f.file}, {"file_size", f.file_size}, {"groups", groups}, {"parts", parts}, {"bands", bands}};
+  return {{"file", f.file}, {"file_size", f.file_size}, {"groups", groups},
+          {"parts", parts}, {"bands", bands},           {"shared_bytes", f.shared_bytes}};
 }
 
 std::string Grouped(uint64_t n) {
