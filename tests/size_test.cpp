@@ -149,6 +149,33 @@ TEST(Size, LegacyInlineConstantsMatchHandDerivedFacts) {
   EXPECT_EQ(GroupBytes(r.pte, "segments") + GroupBytes(r.pte, "padding"), 0u);
 }
 
+// A lone .ptd gets its own breakdown; a program whose flatbuffer verifies but which has errors
+// is still broken down (exit 1, the errors left to verify); one whose flatbuffer does not verify
+// is refused (exit 2).
+TEST(Size, CliPtdAndInvalidPrograms) {
+  auto ptd = testing::RunCli({"size", FixturePath("linear.ptd"), "--json"});
+  ASSERT_EQ(ptd.exit_code, 0) << ptd.err;
+  auto j = nlohmann::json::parse(ptd.out);
+  uint64_t sum = 0;
+  for (const auto& p : j["parts"]) sum += p["bytes"].get<uint64_t>();
+  EXPECT_EQ(sum, 336u);
+  const std::string bad = std::string(PTEPACK_SOURCE_DIR) + "/testdata/regressions/pte-union-tag-without-value.pte";
+  auto inv = testing::RunCli({"size", bad, "--json"});
+  EXPECT_EQ(inv.exit_code, 1) << inv.err;
+  EXPECT_NE(inv.err.find("ptepack verify"), std::string::npos) << inv.err;
+  j = nlohmann::json::parse(inv.out);
+  sum = 0;
+  for (const auto& p : j["parts"]) sum += p["bytes"].get<uint64_t>();
+  EXPECT_EQ(sum, std::filesystem::file_size(bad));
+  std::string garbage = testing::TempDir("size_garbage") + "/g.pte";
+  std::vector<uint8_t> bytes = testing::ReadFile(FixturePath("add.pte"));
+  for (size_t i = 8; i < bytes.size(); ++i) bytes[i] = 0xff;
+  testing::WriteFile(garbage, bytes);
+  auto refused = testing::RunCli({"size", garbage});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("did not verify"), std::string::npos) << refused.err;
+}
+
 TEST(Size, CliJsonTopAndSort) {
   auto run = testing::RunCli({"size", FixturePath("conv2d_quantized.pte"), "--json", "--top", "1"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

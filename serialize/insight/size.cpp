@@ -602,7 +602,14 @@ FileSize AnalyzePtdSize(const PtdFile& ptd) {
 
 SizeReport AnalyzeSize(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
   if (!pte.program()) {
-    throw Error("invalid", pte.name() + ": the program flatbuffer did not verify; no size breakdown (see verify)");
+    std::string why;
+    for (const auto& f : pte.report().findings()) {
+      if (f.severity == Finding::Severity::kError) {
+        why = ": " + f.ToString();
+        break;
+      }
+    }
+    throw Error("invalid", pte.name() + ": the program flatbuffer did not verify, so it cannot be broken down" + why);
   }
   SizeReport r;
   r.pte = PteParts(pte);
