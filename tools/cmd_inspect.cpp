@@ -5,6 +5,39 @@
 #include "tools/read_common.h"
 
 namespace ptepack::cli {
+namespace {
+
+// --method: only the named method (and its external tensors); --tensor: list
+// the stored tensors whose name contains the pattern.
+void FilterDescription(nlohmann::json& d, const std::string& method, const std::optional<std::string>& tensor) {
+  if (!d.contains("methods")) return;
+  if (!method.empty()) {
+    nlohmann::json kept = nlohmann::json::array();
+    std::string names;
+    for (const auto& m : d["methods"]) {
+      names += (names.empty() ? "" : ", ") + m["name"].get<std::string>();
+      if (m["name"] == method) kept.push_back(m);
+    }
+    if (kept.empty()) throw Error("usage", "no method \"" + EscapeControl(method) + "\" (methods: " + names + ")");
+    d["methods"] = kept;
+    nlohmann::json ext = nlohmann::json::array();
+    for (const auto& e : d["external_tensors"]) {
+      if (e["method"] == method) ext.push_back(e);
+    }
+    d["external_tensors"] = ext;
+  }
+  if (!tensor) return;
+  d["list_tensors"] = true;
+  for (auto& m : d["methods"]) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& t : m["stored_tensors"]) {
+      if (t["name"].get<std::string>().find(*tensor) != std::string::npos) kept.push_back(t);
+    }
+    m["stored_tensors"] = kept;
+  }
+}
+
+}  // namespace
 
 void RegisterInspect(CLI::App& app) {
   auto o = std::make_shared<Common>();
@@ -14,7 +47,13 @@ void RegisterInspect(CLI::App& app) {
                                "offsets and alignment, named data, external keys, mutable buffer names, "
                                "stack traces. Problems found are listed too.");
   AddCommon(c, *o);
-  c->callback([o]() {
+  auto method = std::make_shared<std::string>();
+  auto tensor = std::make_shared<std::optional<std::string>>();
+  c->add_option("--method", *method, "Show only this method");
+  c->add_option("--tensor", *tensor,
+                "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
+                "(\"\" lists all): value index, dtype, shape, bytes, location");
+  c->callback([o, method, tensor]() {
     ReadOptions ro;
     ro.segment_alignment = o->segment_alignment;
     ro.tensor_alignment = o->tensor_alignment;
@@ -23,6 +62,7 @@ void RegisterInspect(CLI::App& app) {
     nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
     if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
     if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
+    if (l.pte) FilterDescription(d, *method, *tensor);
     if (o->json) {
       std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {

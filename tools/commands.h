@@ -29,6 +29,8 @@ void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
 void RegisterDiff(CLI::App& app);
 void RegisterGraph(CLI::App& app);
+void RegisterSize(CLI::App& app);
+void RegisterMap(CLI::App& app);
 
 // True if `path` starts like a .ptd (FlatTensor) file.
 bool IsPtdFile(const std::string& path);

@@ -1,6 +1,8 @@
 #include "serialize/read/describe.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -50,6 +52,141 @@ json ValueSummary(const efb::ExecutionPlan& plan, int32_t idx) {
     j["dynamism"] = efb::EnumNameTensorShapeDynamism(t->shape_dynamism());
   }
   return j;
+}
+
+// Compile specs of a delegate: each key with its value's size, and the value
+// itself when it is small (as text when printable, else as hex).
+json CompileSpecsJson(const efb::BackendDelegate& d) {
+  constexpr size_t kSmallValue = 64;
+  json list = json::array();
+  if (!d.compile_specs()) return list;
+  for (const auto* cs : *d.compile_specs()) {
+    const size_t n = cs->value() ? cs->value()->size() : 0;
+    json e{{"key", cs->key() ? cs->key()->str() : ""}, {"size", n}};
+    if (n > 0 && n <= kSmallValue) {
+      const uint8_t* b = cs->value()->data();
+      if (std::all_of(b, b + n, [](uint8_t c) { return c >= 0x20 && c < 0x7f; })) {
+        e["text"] = std::string(reinterpret_cast<const char*>(b), n);
+      } else {
+        static const char* kHex = "0123456789abcdef";
+        std::string hex;
+        for (size_t i = 0; i < n; ++i) hex += kHex[b[i] >> 4], hex += kHex[b[i] & 15];
+        e["hex"] = hex;
+      }
+    }
+    list.push_back(e);
+  }
+  return list;
+}
+
+// A non-tensor value as JSON; nullopt for tensors and lists of tensors.
+std::optional<json> ScalarValue(const efb::EValue& v) {
+  using K = efb::KernelTypes;
+  auto items = [](const auto* vec) {
+    json a = json::array();
+    if (vec) {
+      for (auto x : *vec) a.push_back(x);
+    }
+    return a;
+  };
+  switch (v.val_type()) {
+    case K::Null:
+      return json(nullptr);
+    case K::Int:
+      return json(v.val_as_Int()->int_val());
+    case K::Bool:
+      return json(v.val_as_Bool()->bool_val());
+    case K::Double:
+      return json(v.val_as_Double()->double_val());
+    case K::String:
+      return json(v.val_as_String()->string_val() ? v.val_as_String()->string_val()->str() : "");
+    case K::IntList:
+      return items(v.val_as_IntList()->items());
+    case K::DoubleList:
+      return items(v.val_as_DoubleList()->items());
+    case K::BoolList:
+      return items(v.val_as_BoolList()->items());
+    default:
+      return std::nullopt;
+  }
+}
+
+// What a metadata method (such as get_max_seq_len: no inputs, no instructions,
+// constant outputs) returns; null for any other method.
+json ConstantReturns(const efb::ExecutionPlan& plan) {
+  if (!plan.values() || !plan.outputs() || plan.outputs()->size() == 0) return json();
+  if (plan.inputs() && plan.inputs()->size() > 0) return json();
+  if (plan.chains()) {
+    for (const auto* ch : *plan.chains()) {
+      if (ch->instructions() && ch->instructions()->size() > 0) return json();
+    }
+  }
+  json out = json::array();
+  for (int32_t i : *plan.outputs()) {
+    if (i < 0 || static_cast<size_t>(i) >= plan.values()->size()) return json();
+    const auto* v = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (!v->val() && v->val_type() != efb::KernelTypes::Null) return json();
+    std::optional<json> x = ScalarValue(*v);
+    if (!x) return json();
+    out.push_back(*x);
+  }
+  return out;
+}
+
+// The first instruction that has a stack trace: its index and up to three
+// innermost frames.
+json StackTraceSample(const efb::ExecutionPlan& plan) {
+  if (!plan.chains()) return json();
+  for (uint32_t c = 0; c < plan.chains()->size(); ++c) {
+    const auto* st = plan.chains()->Get(c)->stacktrace();
+    if (!st) continue;
+    for (uint32_t i = 0; i < st->size(); ++i) {
+      const auto* frames = st->Get(i)->items();
+      if (!frames || frames->size() == 0) continue;
+      json fj = json::array();
+      for (uint32_t k = frames->size() > 3 ? frames->size() - 3 : 0; k < frames->size(); ++k) {
+        const auto* f = frames->Get(k);
+        fj.push_back({{"filename", f->filename() ? f->filename()->str() : ""},
+                      {"lineno", f->lineno()},
+                      {"name", f->name() ? f->name()->str() : ""},
+                      {"context", f->context() ? f->context()->str() : ""}});
+      }
+      return {{"chain", c}, {"instruction", i}, {"frames", fj}};
+    }
+  }
+  return json();
+}
+
+// Tensors with stored data (constants, external tensors, mutable state with
+// an initial value): value index, name, dtype, shape, bytes, where the data is.
+json StoredTensorsJson(const efb::Program& p, const efb::ExecutionPlan& plan) {
+  json list = json::array();
+  if (!plan.values()) return list;
+  const bool segment =
+      p.constant_segment() && p.constant_segment()->offsets() && p.constant_segment()->offsets()->size() > 0;
+  for (uint32_t vi = 0; vi < plan.values()->size(); ++vi) {
+    const auto* t = plan.values()->Get(vi)->val_as_Tensor();
+    if (!t) continue;
+    const auto* eti = t->extra_tensor_info();
+    const bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
+    if (!external && t->data_buffer_idx() == 0) continue;
+    json sizes = json::array();
+    if (t->sizes()) {
+      for (int32_t s : *t->sizes()) sizes.push_back(s);
+    }
+    auto nb = TensorNbytes(*t);
+    list.push_back({{"value", vi},
+                    {"name", eti && eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : ""},
+                    {"dtype", ScalarTypeName(static_cast<int>(t->scalar_type()))},
+                    {"sizes", sizes},
+                    {"bytes", nb ? json(*nb) : json(nullptr)},
+                    {"location", external               ? "external"
+                                 : t->allocation_info() ? "mutable data"
+                                 : segment              ? "constant segment"
+                                                        : "constant_buffer"},
+                    {"buffer", t->data_buffer_idx()}});
+  }
+  return list;
 }
 
 std::string Human(uint64_t n) {
@@ -188,6 +325,7 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
             }
           }
           dj["compile_specs"] = dl->compile_specs() ? dl->compile_specs()->size() : 0;
+          dj["compile_spec_values"] = CompileSpecsJson(*dl);
           dels.push_back(dj);
         }
       }
@@ -223,6 +361,9 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
         }
       }
       m["mutable_buffer_names"] = mut_names;
+      m["stored_tensors"] = StoredTensorsJson(*p, *plan);
+      if (json r = ConstantReturns(*plan); !r.is_null()) m["returns"] = r;
+      if (json st = StackTraceSample(*plan); !st.is_null()) m["stacktrace_sample"] = st;
       methods.push_back(m);
     }
   }
@@ -374,6 +515,87 @@ std::string Shape(const json& v) {
   return s;
 }
 
+void RenderDelegateText(std::ostringstream& o, const json& dl) {
+  o << "  delegate " << dl["backend_id"].get<std::string>() << ": " << dl.value("location", std::string("?")) << " #"
+    << dl.value("index", 0u);
+  if (dl.contains("size")) o << ", " << dl["size"].get<uint64_t>() << " bytes";
+  if (dl.contains("file_offset")) o << " at file offset " << dl["file_offset"].get<uint64_t>();
+  o << "\n";
+  if (!dl.contains("compile_spec_values") || dl["compile_spec_values"].empty()) return;
+  o << "    compile specs:";
+  for (const auto& cs : dl["compile_spec_values"]) {
+    o << " " << cs["key"].get<std::string>();
+    if (cs.contains("text")) {
+      o << "=\"" << cs["text"].get<std::string>() << "\"";
+    } else if (cs.contains("hex")) {
+      o << "=0x" << cs["hex"].get<std::string>();
+    } else {
+      o << " (" << Human(cs["size"].get<uint64_t>()) << ")";
+    }
+  }
+  o << "\n";
+}
+
+void RenderStoredTensorsText(std::ostringstream& o, const json& m, bool list) {
+  const json& ts = m.value("stored_tensors", json::array());
+  if (ts.empty()) return;
+  if (!list) {
+    o << "  stored tensors: " << ts.size() << " (list them with --tensor PATTERN)\n";
+    return;
+  }
+  for (const auto& t : ts) {
+    o << "  tensor #" << t["value"].get<uint64_t>() << " "
+      << (t["name"].get<std::string>().empty() ? "(unnamed)" : t["name"].get<std::string>()) << ": " << Shape(t) << ", "
+      << (t["bytes"].is_null() ? std::string("?") : Human(t["bytes"].get<uint64_t>())) << ", "
+      << t["location"].get<std::string>();
+    if (t["location"] != "external") o << " buffer " << t["buffer"].get<uint64_t>();
+    o << "\n";
+  }
+}
+
+void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
+  if (m.contains("returns")) {  // a metadata method: one line
+    std::string r;
+    for (const auto& v : m["returns"]) r += (r.empty() ? "" : ", ") + v.dump();
+    o << "method \"" << m["name"].get<std::string>() << "\" (constant): returns " << r << "\n";
+    return;
+  }
+  o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
+    << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
+    << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
+  o << "  inputs:";
+  for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
+  o << "\n  outputs:";
+  for (const auto& v : m["outputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
+  o << "\n  operators (" << m["operators"].size() << "):";
+  for (const auto& op : m["operators"]) o << " " << op.get<std::string>();
+  o << "\n";
+  for (const auto& dl : m["delegates"]) RenderDelegateText(o, dl);
+  // Entry 0 of non_const_buffer_sizes is reserved; the runtime's planned buffer i is entry i + 1.
+  o << "  planned buffers:";
+  const auto& ncbs = m["non_const_buffer_sizes"];
+  if (ncbs.size() <= 1) o << " none";
+  for (size_t i = 1; i < ncbs.size(); ++i) {
+    int64_t v = ncbs[i].get<int64_t>();
+    o << (i > 1 ? "," : "") << " #" << i - 1 << " " << (v < 0 ? std::to_string(v) : Human(static_cast<uint64_t>(v)));
+  }
+  o << "\n";
+  if (!m["mutable_buffer_names"].empty()) {
+    o << "  mutable buffer names:";
+    for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();
+    o << "\n";
+  }
+  RenderStoredTensorsText(o, m, list_tensors);
+  if (m.contains("stacktrace_sample")) {
+    const auto& st = m["stacktrace_sample"];
+    o << "  stack trace of instruction " << st["instruction"].get<uint64_t>() << ":\n";
+    for (const auto& f : st["frames"]) {
+      o << "    " << f["filename"].get<std::string>() << ":" << f["lineno"].get<int64_t>() << " in "
+        << f["name"].get<std::string>() << ": " << f["context"].get<std::string>() << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderPteText(const json& d) {
@@ -397,33 +619,6 @@ std::string RenderPteText(const json& d) {
   }
   if (!d.contains("methods")) return o.str();
   o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
-  for (const auto& m : d["methods"]) {
-    o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
-      << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
-      << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
-    o << "  inputs:";
-    for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
-    o << "\n  outputs:";
-    for (const auto& v : m["outputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
-    o << "\n  operators (" << m["operators"].size() << "):";
-    for (const auto& op : m["operators"]) o << " " << op.get<std::string>();
-    o << "\n";
-    for (const auto& dl : m["delegates"]) {
-      o << "  delegate " << dl["backend_id"].get<std::string>() << ": " << dl.value("location", std::string("?"))
-        << " #" << dl.value("index", 0u);
-      if (dl.contains("size")) o << ", " << dl["size"].get<uint64_t>() << " bytes";
-      if (dl.contains("file_offset")) o << " at file offset " << dl["file_offset"].get<uint64_t>();
-      o << "\n";
-    }
-    o << "  planned buffers:";
-    for (const auto& s : m["non_const_buffer_sizes"]) o << " " << s.get<int64_t>();
-    o << "\n";
-    if (!m["mutable_buffer_names"].empty()) {
-      o << "  mutable buffer names:";
-      for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();
-      o << "\n";
-    }
-  }
   if (d.contains("config")) {
     const auto& cfg = d["config"];
     if (cfg.contains("segment_alignment")) {
@@ -438,6 +633,7 @@ std::string RenderPteText(const json& d) {
       o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
     }
   }
+  for (const auto& m : d["methods"]) RenderMethodText(o, m, d.value("list_tensors", false));
   o << "segments (" << d["segments"].size() << "):\n";
   for (const auto& s : d["segments"]) {
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
