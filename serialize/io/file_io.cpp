@@ -387,7 +387,7 @@ constexpr size_t kDropBatch = 8 << 20;
 constexpr uint64_t kWritebackChunk = 32 << 20;
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(path) {
+AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(path), sync_(options.sync) {
   CheckOutputPath(path);
   struct stat target {};
   if (::stat(path.c_str(), &target) == 0 && !options.allow_overwrite_input) {
@@ -688,7 +688,7 @@ void AtomicFile::Commit() {
     ThrowErrno("write-failed", "cannot set output size", path_);
   }
   ThrowIfInterrupted();
-  if (::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
+  if (sync_ && ::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
   if (::close(fd_) != 0) {
     fd_ = -1;
     ThrowErrno("write-failed", "cannot close output", path_);
@@ -699,6 +699,19 @@ void AtomicFile::Commit() {
     ThrowErrno("write-failed", "cannot rename temporary output into place", path_);
   }
   committed_ = true;
+}
+
+void SyncTree(const std::string& dir) {
+  // One syncfs() (writes back the filesystem's dirty files and commits its
+  // journal once), then the directory itself. An fsync per file costs a
+  // journal commit each, even when they come after all the writes.
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) ThrowErrno("write-failed", "cannot open directory to sync it", dir);
+  int r = ::syncfs(fd) == 0 ? ::fsync(fd) : -1;
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  if (r != 0) ThrowErrno("write-failed", "cannot sync directory", dir);
 }
 
 }  // namespace ptepack
