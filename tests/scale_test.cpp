@@ -12,6 +12,7 @@
 #include "config/backend_config.h"
 #include "serialize/model/dedup.h"
 #include "serialize/model/program_builder.h"
+#include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
@@ -115,6 +116,49 @@ TEST(ScaleDedup, BytesHasherGivesXxh3OfTheBytes) {
   EXPECT_FALSE(idx.FindOrAdd(m->View(64, 4096), 1));
   EXPECT_EQ(idx.FindOrAdd(Bytes::Copy(data.data() + 64, 4096), 2), std::optional<size_t>(1));
   EXPECT_FALSE(idx.FindOrAdd(m->View(65, 4096), 3));
+}
+
+std::string ReadText(const std::string& path) {
+  auto v = testing::ReadFile(path);
+  return std::string(v.begin(), v.end());
+}
+
+std::vector<uint8_t> PackBytes(const std::string& spec_text, const std::string& base) {
+  return RenderPte(LayoutPte(PackageFromSpecJson(spec_text, base), BackendConfig{}));
+}
+
+TEST(ScaleSpec, ProgramTextParsedDirectlyGivesTheSameProgram) {
+  // The program of a spec goes to FlatBuffers' parser as written; a spec the
+  // fast path does not take (a second "program" key: the last one counts, as
+  // in nlohmann::json) goes through nlohmann first. Same bytes either way,
+  // and the same as a spec with the keys in another order and odd spacing.
+  const std::string dir = std::string(PTEPACK_SOURCE_DIR) + "/testdata/pack";
+  const std::string text = ReadText(dir + "/add_spec.json");
+  const size_t brace = text.find('{');
+  ASSERT_NE(brace, std::string::npos);
+  const std::vector<uint8_t> direct = PackBytes(text, dir);
+  const std::string twice = "{\"program\": {\"version\": 7, \"s\": \"}{\\\"program\\\"\"}," + text.substr(brace + 1);
+  EXPECT_EQ(PackBytes(twice, dir), direct);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  std::string reordered = "{ ";
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "program") reordered += "\"" + it.key() + "\" :\n" + it.value().dump() + " ,\t";
+  }
+  reordered += "\"program\"\r\n:\n" + j["program"].dump(1) + "}";
+  EXPECT_EQ(PackBytes(reordered, dir), direct);
+}
+
+TEST(ScaleSpec, MalformedProgramStillNamesTheOffset) {
+  const std::string dir = std::string(PTEPACK_SOURCE_DIR) + "/testdata/pack";
+  const std::string bad = "{\"program\": {\"execution_plan\": [],}, \"constants\": []}";
+  try {
+    PackageFromSpecJson(bad, dir);
+    FAIL() << "accepted a trailing comma";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "bad-spec");
+    ASSERT_TRUE(e.finding().offset.has_value());
+    EXPECT_EQ(*e.finding().offset, 35u);  // 1-based: the '}' after the comma is byte 34
+  }
 }
 
 }  // namespace
