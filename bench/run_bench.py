@@ -29,7 +29,7 @@ MiB = 1 << 20
 
 
 def run(cmd, env=None, stdout=subprocess.DEVNULL):
-    """(wall seconds, peak RSS bytes, stdout text) of one child process."""
+    """(wall seconds, peak RSS bytes, stdout text, CPU seconds) of one child process."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE)
     out = p.stdout.read() if stdout is None else b""
@@ -39,22 +39,24 @@ def run(cmd, env=None, stdout=subprocess.DEVNULL):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         sys.exit("command failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), err.decode(errors="replace")[-2000:]))
-    return wall, ru.ru_maxrss * 1024, out.decode()
+    return wall, ru.ru_maxrss * 1024, out.decode(), ru.ru_utime + ru.ru_stime
 
 
 def median_runs(cmds, repeat):
     """Runs each command of `cmds` (name -> (argv, env, prepare)) `repeat` times,
-    alternating, and returns name -> (median wall, max peak RSS, last stdout)."""
-    res = {k: ([], [], "") for k in cmds}
+    alternating, and returns name -> (median wall, max peak RSS, last stdout,
+    median CPU seconds (user + system))."""
+    res = {k: ([], [], "", []) for k in cmds}
     for _ in range(repeat):
         for name, (argv, env, prep) in cmds.items():
             if prep:
                 prep()
-            w, r, out = run(argv, env, stdout=None)
+            w, r, out, cpu = run(argv, env, stdout=None)
             res[name][0].append(w)
             res[name][1].append(r)
-            res[name] = (res[name][0], res[name][1], out)
-    return {k: (statistics.median(v[0]), max(v[1]), v[2]) for k, v in res.items()}
+            res[name][3].append(cpu)
+            res[name] = (res[name][0], res[name][1], out, res[name][3])
+    return {k: (statistics.median(v[0]), max(v[1]), v[2], statistics.median(v[3])) for k, v in res.items()}
 
 
 def program_size(pte):
@@ -168,7 +170,8 @@ def main():
         fb = program_size(O("meta.pte"))
         if have_py:
             theirs = json.loads(r["py"][2])["serialize_s"]
-            t.add("meta: `pack` spec vs serialize_pte_binary (20,002 values, 5,000 instr.)", s(ours), s(theirs),
+            t.add("meta: `pack` spec vs serialize_pte_binary (20,002 values, 5,000 instr.)",
+                  "%s (CPU %s)" % (s(ours), s(r["ours"][3])), "%s (process CPU %s)" % (s(theirs), s(r["py"][3])),
                   "%.1fx faster" % (theirs / ours), ">= 10x", theirs / ours >= 10)
         mr = run([micro, "--benchmark_filter=BM_ProgramBuilderMeta", "--benchmark_format=json",
                   "--benchmark_min_time=%s" % ("0.5" if a.quick else "2")], stdout=None)[2]
@@ -214,7 +217,7 @@ def main():
         raw = min(r["cp"][0], r["cfr"][0])
         size = os.path.getsize(src)
         t.add("copy: `pack` of %s of constants vs `cp`+sync / copy_file_range+fsync" % mb(size),
-              "%s (%.2f GB/s)" % (s(r["ours"][0]), size / r["ours"][0] / 1e9),
+              "%s (%.2f GB/s, CPU %s)" % (s(r["ours"][0]), size / r["ours"][0] / 1e9, s(r["ours"][3])),
               "cp %s, cfr %s" % (s(r["cp"][0]), s(r["cfr"][0])), "%.2fx raw throughput" % (raw / r["ours"][0]),
               ">= 0.85x", raw / r["ours"][0] >= 0.85)
         fb = program_size(O("copy.pte"))
@@ -226,7 +229,8 @@ def main():
               "%.2f GB/s apparent" % (size / r["verify"][0] / 1e9), "O(metadata)", r["verify"][0] < 0.5)
         r = median_runs({"ours": ([cli, "verify", src, "--checksum"], None, None),
                          "xxh": (["xxhsum", "-H3", src], None, None)}, max(repeat, 3))
-        t.add("copy: `verify --checksum` vs `xxhsum -H3`", s(r["ours"][0]), s(r["xxh"][0]),
+        t.add("copy: `verify --checksum` vs `xxhsum -H3`", "%s (CPU %s)" % (s(r["ours"][0]), s(r["ours"][3])),
+              "%s (CPU %s)" % (s(r["xxh"][0]), s(r["xxh"][3])),
               "%.2fx xxhsum throughput" % (r["xxh"][0] / r["ours"][0]), ">= 0.9x", r["xxh"][0] / r["ours"][0] >= 0.9)
 
     # 4. 10,000 methods: pack and repack peak RSS.
@@ -246,7 +250,7 @@ def main():
         src = O("tensors.pte")
         run(pack("tensors", src))
         r = median_runs({"extract": ([cli, "extract", src, "-o", O("tensors.d"), "--force"], None, None)}, repeat)
-        t.add("tensors: `extract` of 10,000 constants", s(r["extract"][0]), "-", mb(r["extract"][1]) + " peak",
+        t.add("tensors: `extract` of 10,000 constants", "%s (CPU %s)" % (s(r["extract"][0]), s(r["extract"][3])), "-", mb(r["extract"][1]) + " peak",
               "<= 3 s", r["extract"][0] <= 3)
         r = median_runs({"split": ([cli, "split", src, "--external-constants", "weights", "-o",
                                     O("tensors.split.pte"), "--force"], None, None)}, repeat)
@@ -260,7 +264,7 @@ def main():
         keys = 100000 if a.quick else 300000
         src = O("ptd.pte")
         run(pack("ptd", src))
-        w, rss, _ = run([cli, "split", src, "--external-constants", "weights", "-o", O("ptd.split.pte"), "--force"])
+        w, rss, _, _ = run([cli, "split", src, "--external-constants", "weights", "-o", O("ptd.split.pte"), "--force"])
         fb = program_size(src)
         t.add("ptd: `split` of %d constants to a .ptd" % keys, s(w), "-", mb(rss) + " peak (%.1fx fb)" % (rss / fb),
               "<= 4x fb + 64 MiB", rss <= 4 * fb + 64 * MiB)
@@ -269,9 +273,9 @@ def main():
               mb(r["inspect"][1]), s(r["inspect"][0]), "-", "<= 100 MB", r["inspect"][1] <= 100e6)
 
     u = platform.uname()
-    print("\nptepack bench (%s), %s UTC, %s %s, %d CPUs, repeat %d" % (
+    print("\nptepack bench (%s), %s UTC, %s %s, %d CPUs, load average %.1f at the end, repeat %d" % (
         "quick" if a.quick else "full", time.strftime("%Y-%m-%d %H:%M", time.gmtime()), u.system, u.release,
-        os.cpu_count(), repeat))
+        os.cpu_count(), os.getloadavg()[0], repeat))
     print()
     t.print()
 
