@@ -59,6 +59,17 @@ void RegisterInspect(CLI::App& app) {
     ro.tensor_alignment = o->tensor_alignment;
     ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
     Loaded l = Load(o->file, o->ptds, ro);
+    if (!l.pte) {  // a .ptd: streamed, one entry at a time
+      if (o->json) {
+        WritePtdJson(*l.lone_ptd, std::cout);
+      } else {
+        WritePtdText(*l.lone_ptd, [](const std::string& s) { std::cout << EscapeControl(s, /*keep_newlines=*/true); });
+      }
+      bool ok = l.lone_ptd->ok();
+      for (const auto& p : l.ptds) ok = ok && p->ok();
+      g_exit = ok ? kOk : kInvalid;
+      return;
+    }
     nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
     if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
     if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());

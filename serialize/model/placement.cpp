@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
@@ -26,24 +27,39 @@ std::shared_ptr<fb::Table> LayoutFor(const fb::Table& tensor) {
   return tl;
 }
 
-ExternalFile& FileFor(Package& pkg, const std::string& tag) {
-  for (auto& f : pkg.external) {
-    if (f.tag == tag) return f;
+// Where each external key is: (file index in pkg.external, entry index).
+// Built once per MoveExternal, so finding a key is O(1), not a scan of every
+// entry of every file (300,000 tensors: minutes of memcmp). For a key in
+// several files, the last one, as the scans found it.
+using KeyIndex = std::unordered_map<std::string, std::pair<size_t, size_t>>;
+
+KeyIndex IndexKeys(const Package& pkg) {
+  KeyIndex index;
+  for (size_t f = 0; f < pkg.external.size(); ++f) {
+    for (size_t e = 0; e < pkg.external[f].entries.size(); ++e) index[pkg.external[f].entries[e].key] = {f, e};
   }
-  pkg.external.push_back(ExternalFile{tag, {}});
-  return pkg.external.back();
+  return index;
 }
 
-void AddEntry(ExternalFile& f, NamedBlob b) {
-  for (const auto& e : f.entries) {
-    if (e.key == b.key) {
-      if (!e.data.Equals(b.data)) {
-        throw Error("duplicate-key",
-                    "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
-      }
-      return;
-    }
+size_t FileFor(Package& pkg, const std::string& tag) {
+  for (size_t f = 0; f < pkg.external.size(); ++f) {
+    if (pkg.external[f].tag == tag) return f;
   }
+  pkg.external.push_back(ExternalFile{tag, {}});
+  return pkg.external.size() - 1;
+}
+
+void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b) {
+  ExternalFile& f = pkg.external[file];
+  auto it = index.find(b.key);
+  if (it != index.end() && it->second.first == file) {
+    if (!f.entries[it->second.second].data.Equals(b.data)) {
+      throw Error("duplicate-key",
+                  "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
+    }
+    return;
+  }
+  index[b.key] = {file, f.entries.size()};
   f.entries.push_back(std::move(b));
 }
 
@@ -67,21 +83,14 @@ bool SameLayout(const fb::Table& a, const fb::Table& b) {
 // other's layout, or refuse the duplicate key when merging the .ptd files). An unnamed tensor
 // gets `base` (constant_<buffer> / mutable_<buffer>) unless tensors of another layout, or in
 // another file, already use it; then `base_1`, `base_2`, ...
-std::string ExternalKey(const Package& pkg, const std::string& tag, const std::string& base, bool named,
-                        const fb::Table& layout) {
+std::string ExternalKey(const Package& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
+                        bool named, const fb::Table& layout) {
   for (int n = 0;; ++n) {
     const std::string key = n == 0 ? base : base + "_" + std::to_string(n);
-    const ExternalFile* file = nullptr;
-    const NamedBlob* found = nullptr;
-    for (const auto& f : pkg.external) {
-      for (const auto& e : f.entries) {
-        if (e.key == key) {
-          file = &f;
-          found = &e;
-        }
-      }
-    }
-    if (found == nullptr) return key;
+    auto it = index.find(key);
+    if (it == index.end()) return key;
+    const ExternalFile* file = &pkg.external[it->second.first];
+    const NamedBlob* found = &file->entries[it->second.second];
     const bool same_file = file->tag == tag;
     const bool same_layout = found->tensor_layout && SameLayout(*found->tensor_layout, layout);
     if (same_file && same_layout) return key;
@@ -146,6 +155,7 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
   // order, shared by all tags (_emitter.py, external_constant_hash).
   uint32_t next_external_index = 0;
   DedupIndex external_dedup;
+  KeyIndex keys = IndexKeys(pkg);
   ForEachTensor(p, [&](fb::Table& plan, uint32_t vi, fb::Table& t) {
     uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
     auto& eti = F(t, "extra_tensor_info");
@@ -190,12 +200,12 @@ void MoveExternal(Package& pkg, const BackendConfig& cfg) {
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
     auto layout = LayoutFor(t);
     const std::string key = ExternalKey(
-        pkg, *tag, !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx),
+        pkg, keys, *tag, !info.name.empty() ? info.name : (is_mutable ? "mutable_" : "constant_") + std::to_string(idx),
         !info.name.empty(), *layout);
     // Alignment 1, as serialize_for_executorch adds external constants to its
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
     NamedBlob b{key, data, 1, layout};
-    AddEntry(FileFor(pkg, *tag), std::move(b));
+    AddEntry(pkg, keys, FileFor(pkg, *tag), std::move(b));
     if (!eti.table) eti = fb::TableValue(New("ExtraTensorInfo"));
     F(*eti.table, "fully_qualified_name") = fb::StringValue(key);
     F(*eti.table, "location") = fb::UIntValue(reflection::Byte, 1);

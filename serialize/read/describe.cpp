@@ -1,6 +1,7 @@
 #include "serialize/read/describe.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -451,7 +452,10 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
   return d;
 }
 
-json DescribePtd(const PtdFile& ptd) {
+namespace {
+
+// DescribePtd without "segments" and "entries" (the parts that grow with the file).
+json PtdHead(const PtdFile& ptd) {
   json d;
   d["file"] = ptd.name();
   d["format"] = "ptd";
@@ -464,27 +468,74 @@ json DescribePtd(const PtdFile& ptd) {
                  {"segment_base_offset", h.segment_base_offset},
                  {"segment_data_size", h.segment_data_size}};
   d["layout"] = ptd.legacy() ? "legacy (before 2025-06)" : "current";
-  json segs = json::array();
-  for (size_t i = 0; i < ptd.segments().size(); ++i) {
-    const auto& s = ptd.segments()[i];
-    segs.push_back({{"index", i},
-                    {"offset", s.offset},
-                    {"file_offset", s.file_offset},
-                    {"size", s.size},
-                    {"alignment", AlignmentOf(s.file_offset)}});
+  return d;
+}
+
+json PtdSegmentJson(const PtdFile& ptd, size_t i) {
+  const auto& s = ptd.segments()[i];
+  return {{"index", i},
+          {"offset", s.offset},
+          {"file_offset", s.file_offset},
+          {"size", s.size},
+          {"alignment", AlignmentOf(s.file_offset)}};
+}
+
+json PtdEntryJson(const PtdEntry& e) {
+  json j{{"key", e.key}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
+  if (e.has_layout) {
+    j["dtype"] = ScalarTypeName(e.scalar_type);
+    j["sizes"] = e.sizes;
   }
+  return j;
+}
+
+std::string Dump2(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+// `"name": [ ... ]` at depth 1 of a dump(2), one element made at a time.
+void WriteArray(std::ostream& out, const char* name, size_t n, const std::function<json(size_t)>& element) {
+  out << "  \"" << name << "\": [";
+  for (size_t i = 0; i < n; ++i) {
+    std::string e = Dump2(element(i));
+    std::string indented;
+    indented.reserve(e.size() + 64);
+    for (char c : e) {
+      indented += c;
+      if (c == '\n') indented += "    ";
+    }
+    out << (i ? ",\n    " : "\n    ") << indented;
+  }
+  out << (n ? "\n  ]" : "]");
+}
+
+}  // namespace
+
+json DescribePtd(const PtdFile& ptd) {
+  json d = PtdHead(ptd);
+  json segs = json::array();
+  for (size_t i = 0; i < ptd.segments().size(); ++i) segs.push_back(PtdSegmentJson(ptd, i));
   d["segments"] = segs;
   json entries = json::array();
-  for (const auto& e : ptd.entries()) {
-    json j{{"key", e.key}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
-    if (e.has_layout) {
-      j["dtype"] = ScalarTypeName(e.scalar_type);
-      j["sizes"] = e.sizes;
-    }
-    entries.push_back(j);
-  }
+  for (const auto& e : ptd.entries()) entries.push_back(PtdEntryJson(e));
   d["entries"] = entries;
   return d;
+}
+
+void WritePtdJson(const PtdFile& ptd, std::ostream& out) {
+  // Keys print in sorted order: entries, file ... layout, segments, size, valid.
+  json head = PtdHead(ptd);
+  head["entries"] = 0;
+  head["segments"] = 0;
+  const std::string text = Dump2(head);
+  const std::string first = "{\n  \"entries\": 0,\n", mid = "\n  \"segments\": 0,\n";
+  const size_t seg = text.find(mid);
+  if (text.compare(0, first.size(), first) != 0 || seg == std::string::npos) {
+    throw std::logic_error("WritePtdJson: unexpected key order");
+  }
+  out << "{\n";
+  WriteArray(out, "entries", ptd.entries().size(), [&](size_t i) { return PtdEntryJson(ptd.entries()[i]); });
+  out << ",\n" << text.substr(first.size(), seg + 1 - first.size());
+  WriteArray(out, "segments", ptd.segments().size(), [&](size_t i) { return PtdSegmentJson(ptd, i); });
+  out << ",\n" << text.substr(seg + mid.size()) << "\n";
 }
 
 namespace {
@@ -686,8 +737,9 @@ std::string RenderPteText(const json& d) {
   return o.str();
 }
 
-std::string RenderPtdText(const json& d) {
-  std::ostringstream o;
+namespace {
+
+void RenderPtdHeadText(std::ostringstream& o, const json& d) {
   o << d["file"].get<std::string>() << ": FlatTensor data, " << Human(d["size"].get<uint64_t>()) << " ("
     << d["size"].get<uint64_t>() << " bytes), " << d["layout"].get<std::string>() << " layout, "
     << (d["valid"].get<bool>() ? "valid" : "INVALID") << "\n";
@@ -699,21 +751,46 @@ std::string RenderPtdText(const json& d) {
   o << "header: FH01, flatbuffer " << h["flatbuffer_size"].get<uint64_t>() << " bytes, segment base offset "
     << h["segment_base_offset"].get<uint64_t>() << ", segment data size " << h["segment_data_size"].get<uint64_t>()
     << "\n";
-  o << "segments (" << d["segments"].size() << "):\n";
-  for (const auto& s : d["segments"]) {
-    o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
-      << s["size"].get<uint64_t>() << ", offset a multiple of " << s["alignment"].get<uint64_t>() << "\n";
-  }
-  o << "entries (" << d["entries"].size() << "):\n";
-  for (const auto& e : d["entries"]) {
-    o << "  \"" << e["key"].get<std::string>() << "\": segment " << e["segment"].get<uint64_t>() << " + "
-      << e["offset"].get<uint64_t>() << ", " << e["size"].get<uint64_t>() << " bytes";
-    if (e.contains("dtype")) {
-      o << ", " << Shape(json{{"dtype", e["dtype"]}, {"sizes", e["sizes"]}});
-    }
-    o << "\n";
-  }
+}
+
+std::string SegmentLine(const json& s) {
+  std::ostringstream o;
+  o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
+    << s["size"].get<uint64_t>() << ", offset a multiple of " << s["alignment"].get<uint64_t>() << "\n";
   return o.str();
+}
+
+std::string EntryLine(const json& e) {
+  std::ostringstream o;
+  o << "  \"" << e["key"].get<std::string>() << "\": segment " << e["segment"].get<uint64_t>() << " + "
+    << e["offset"].get<uint64_t>() << ", " << e["size"].get<uint64_t>() << " bytes";
+  if (e.contains("dtype")) {
+    o << ", " << Shape(json{{"dtype", e["dtype"]}, {"sizes", e["sizes"]}});
+  }
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace
+
+std::string RenderPtdText(const json& d) {
+  std::ostringstream o;
+  RenderPtdHeadText(o, d);
+  o << "segments (" << d["segments"].size() << "):\n";
+  for (const auto& s : d["segments"]) o << SegmentLine(s);
+  o << "entries (" << d["entries"].size() << "):\n";
+  for (const auto& e : d["entries"]) o << EntryLine(e);
+  return o.str();
+}
+
+void WritePtdText(const PtdFile& ptd, const std::function<void(const std::string&)>& emit) {
+  std::ostringstream o;
+  RenderPtdHeadText(o, PtdHead(ptd));
+  o << "segments (" << ptd.segments().size() << "):\n";
+  emit(o.str());
+  for (size_t i = 0; i < ptd.segments().size(); ++i) emit(SegmentLine(PtdSegmentJson(ptd, i)));
+  emit("entries (" + std::to_string(ptd.entries().size()) + "):\n");
+  for (const auto& e : ptd.entries()) emit(EntryLine(PtdEntryJson(e)));
 }
 
 }  // namespace ptepack
