@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/backend_config.h"
+#include "program_views_generated.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/io/file_io.h"
 
