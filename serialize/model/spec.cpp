@@ -90,9 +90,7 @@ Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& 
   BadSpec(base, what + ": expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
 }
 
-}  // namespace
-
-Package PackageFromSpecJson(const std::string& text, const std::string& base) {
+nlohmann::json ParseSpec(const std::string& text, const std::string& base) {
   CheckJsonDepth(text, base, "bad-spec");
   nlohmann::json spec;
   try {
@@ -106,8 +104,13 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
     throw Error(std::move(f));
   }
   if (!spec.is_object() || !spec.contains("program")) BadSpec(base, "spec must be an object with a \"program\"");
+  return spec;
+}
+
+// The spec's "program" (program.fbs as JSON) as a verified tree.
+std::shared_ptr<fb::Table> ProgramFromJson(const nlohmann::json& program, const std::string& base) {
   auto parser = ProgramJsonParser();
-  std::string program_json = spec["program"].dump();
+  std::string program_json = program.dump();
   if (!parser->Parse(program_json.c_str())) BadSpec(base, "program does not match program.fbs: " + parser->error_);
   std::vector<uint8_t> fbb(parser->builder_.GetBufferPointer(),
                            parser->builder_.GetBufferPointer() + parser->builder_.GetSize());
@@ -116,35 +119,53 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
     if (!executorch_flatbuffer::VerifyProgramBuffer(v)) BadSpec(base, "program failed verification after parsing");
   }
   Bytes owned = Bytes::Own(std::move(fbb));
+  return fb::Decode(prog::S(), owned.data, owned.size, owned.owner);
+}
+
+// "constants" -> constant_buffer (after the reserved empty entry 0).
+void AddConstants(const nlohmann::json& constants, const std::string& base, prog::Program<>& p) {
+  auto& cb = p.constant_buffer();
+  if (!cb.elems.empty()) BadSpec(base, "give constants either in program.constant_buffer or in \"constants\"");
+  std::vector<fb::Value> bufs;
+  auto placeholder = prog::Buffer<>::New();
+  prog::Buffer{*placeholder}.set_storage(Bytes{});
+  bufs.push_back(fb::TableValue(placeholder));
+  for (size_t i = 0; i < constants.size(); ++i) {
+    auto b = prog::Buffer<>::New();
+    prog::Buffer{*b}.set_storage(Data(constants[i], base, "constants[" + std::to_string(i) + "]"));
+    bufs.push_back(fb::TableValue(b));
+  }
+  cb = fb::OffsetVector(std::move(bufs), reflection::Obj);
+}
+
+// "delegate_data" -> backend_delegate_data.
+void AddDelegateData(const nlohmann::json& data, const std::string& base, prog::Program<>& p) {
+  std::vector<fb::Value> items;
+  for (size_t i = 0; i < data.size(); ++i) {
+    auto d = prog::BackendDelegateInlineData<>::New();
+    prog::BackendDelegateInlineData{*d}.set_data(Data(data[i], base, "delegate_data[" + std::to_string(i) + "]"));
+    items.push_back(fb::TableValue(d));
+  }
+  p.backend_delegate_data() = fb::OffsetVector(std::move(items), reflection::Obj);
+}
+
+NamedBlob BlobOf(const nlohmann::json& e, const std::string& base, const std::string& where) {
+  NamedBlob b;
+  b.key = e.at("key").get<std::string>();
+  b.alignment = e.value("alignment", uint64_t{1});
+  b.data = Data(e, base, where + "\"" + b.key + "\"");
+  return b;
+}
+
+}  // namespace
+
+Package PackageFromSpecJson(const std::string& text, const std::string& base) {
+  const nlohmann::json spec = ParseSpec(text, base);
   Package pkg;
-  pkg.program = fb::Decode(prog::S(), owned.data, owned.size, owned.owner);
-  fb::Table& p = *pkg.program;
-  if (spec.contains("constants")) {
-    auto& cb = prog::F(p, "constant_buffer");
-    if (!cb.elems.empty()) BadSpec(base, "give constants either in program.constant_buffer or in \"constants\"");
-    std::vector<fb::Value> bufs;
-    auto placeholder = prog::New("Buffer");
-    prog::F(*placeholder, "storage") = fb::ScalarVector(reflection::UByte, Bytes{});
-    bufs.push_back(fb::TableValue(placeholder));
-    for (size_t i = 0; i < spec["constants"].size(); ++i) {
-      auto b = prog::New("Buffer");
-      prog::F(*b, "storage") =
-          fb::ScalarVector(reflection::UByte, Data(spec["constants"][i], base, "constants[" + std::to_string(i) + "]"));
-      bufs.push_back(fb::TableValue(b));
-    }
-    cb = fb::OffsetVector(std::move(bufs), reflection::Obj);
-  }
-  if (spec.contains("delegate_data")) {
-    auto& bdd = prog::F(p, "backend_delegate_data");
-    std::vector<fb::Value> items;
-    for (size_t i = 0; i < spec["delegate_data"].size(); ++i) {
-      auto d = prog::New("BackendDelegateInlineData");
-      prog::F(*d, "data") = fb::ScalarVector(
-          reflection::UByte, Data(spec["delegate_data"][i], base, "delegate_data[" + std::to_string(i) + "]"));
-      items.push_back(fb::TableValue(d));
-    }
-    bdd = fb::OffsetVector(std::move(items), reflection::Obj);
-  }
+  pkg.program = ProgramFromJson(spec["program"], base);
+  prog::Program p{*pkg.program};
+  if (spec.contains("constants")) AddConstants(spec["constants"], base, p);
+  if (spec.contains("delegate_data")) AddDelegateData(spec["delegate_data"], base, p);
   if (spec.contains("mutable_data")) {
     std::vector<Bytes> m;
     for (size_t i = 0; i < spec["mutable_data"].size(); ++i) {
@@ -153,25 +174,13 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
     pkg.mutable_data = std::move(m);
   }
   if (spec.contains("named_data")) {
-    for (const auto& e : spec["named_data"]) {
-      NamedBlob b;
-      b.key = e.at("key").get<std::string>();
-      b.alignment = e.value("alignment", uint64_t{1});
-      b.data = Data(e, base, "named_data \"" + b.key + "\"");
-      pkg.named_data.push_back(std::move(b));
-    }
+    for (const auto& e : spec["named_data"]) pkg.named_data.push_back(BlobOf(e, base, "named_data "));
   }
   if (spec.contains("external")) {
     for (auto it = spec["external"].begin(); it != spec["external"].end(); ++it) {
       ExternalFile ef;
       ef.tag = it.key();
-      for (const auto& e : it.value()) {
-        NamedBlob b;
-        b.key = e.at("key").get<std::string>();
-        b.alignment = e.value("alignment", uint64_t{1});
-        b.data = Data(e, base, ef.tag + ".ptd \"" + b.key + "\"");
-        ef.entries.push_back(std::move(b));
-      }
+      for (const auto& e : it.value()) ef.entries.push_back(BlobOf(e, base, ef.tag + ".ptd "));
       pkg.external.push_back(std::move(ef));
     }
   }
