@@ -111,8 +111,9 @@ class ProgramBuilder {
    private:
     friend class ProgramBuilder;
     Method(ProgramBuilder* owner, std::string name) : owner_(owner), name_(std::move(name)) {}
-    uint32_t AddValue(const char* kind, std::shared_ptr<fb::Table> val);
-    void AddInstruction(const char* kind, std::shared_ptr<fb::Table> args, const std::vector<FrameSpec>& stack);
+    uint32_t AddValue(executorch_flatbuffer::KernelTypes kind, std::shared_ptr<fb::Table> val);
+    void AddInstruction(executorch_flatbuffer::InstructionArguments kind, std::shared_ptr<fb::Table> args,
+                        const std::vector<FrameSpec>& stack);
     std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec);
 
     ProgramBuilder* owner_;
@@ -133,6 +134,7 @@ class ProgramBuilder {
   uint64_t dedup_bytes_saved() const { return constants_dedup_.bytes_saved(); }
 
  private:
+  fb::Value BuildPlan(size_t method_index) const;
   uint32_t AddConstant(Bytes data);
   uint32_t AddMutable(Bytes data);
   uint32_t AddDelegateData(Bytes data);
