@@ -418,11 +418,12 @@ std::vector<SizeBand> Bands(uint64_t file_size, uint64_t header_end, uint64_t fb
   std::vector<SizeBand> out;
   header_end = std::min(header_end, file_size);
   fb_end = std::min(std::max(fb_end, header_end), file_size);
-  out.push_back({"header", "header", 0, header_end});
+  if (header_end > 0) out.push_back({"header", "header", 0, header_end});
   if (fb_end > header_end) out.push_back({fb_kind, fb_kind, header_end, fb_end - header_end});
   std::stable_sort(segs.begin(), segs.end(), [](const SizeBand& a, const SizeBand& b) { return a.offset < b.offset; });
   uint64_t cursor = fb_end;
   for (SizeBand s : segs) {
+    if (s.size == 0) continue;  // an empty segment takes no bytes: no band
     uint64_t end = std::min(file_size, SatAdd(s.offset, s.size));
     if (end <= cursor) continue;  // shares its bytes with an earlier segment, or outside the file
     if (s.offset > cursor) out.push_back({"padding", "padding", cursor, s.offset - cursor});
