@@ -160,13 +160,11 @@ TEST(Size, CliPtdAndInvalidPrograms) {
   for (const auto& p : j["parts"]) sum += p["bytes"].get<uint64_t>();
   EXPECT_EQ(sum, 336u);
   const std::string bad = std::string(PTEPACK_SOURCE_DIR) + "/testdata/regressions/pte-union-tag-without-value.pte";
+  // A file with errors is refused (exit 1, pointing at verify), not broken
+  // down: its tables cannot be trusted.
   auto inv = testing::RunCli({"size", bad, "--json"});
   EXPECT_EQ(inv.exit_code, 1) << inv.err;
   EXPECT_NE(inv.err.find("ptepack verify"), std::string::npos) << inv.err;
-  j = nlohmann::json::parse(inv.out);
-  sum = 0;
-  for (const auto& p : j["parts"]) sum += p["bytes"].get<uint64_t>();
-  EXPECT_EQ(sum, std::filesystem::file_size(bad));
   std::string garbage = testing::TempDir("size_garbage") + "/g.pte";
   std::vector<uint8_t> bytes = testing::ReadFile(FixturePath("add.pte"));
   for (size_t i = 8; i < bytes.size(); ++i) bytes[i] = 0xff;

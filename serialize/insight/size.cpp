@@ -571,6 +571,9 @@ void AddDelegates(const PteFile& pte, SizeReport& r) {
 }  // namespace
 
 FileSize AnalyzePtdSize(const PtdFile& ptd) {
+  if (!ptd.ok()) {
+    throw Error("invalid", ptd.name() + ": the file has errors, so it cannot be broken down (run `ptepack verify`)");
+  }
   FileSize fs;
   fs.file = ptd.name();
   fs.file_size = ptd.file().size;
@@ -602,7 +605,10 @@ FileSize AnalyzePtdSize(const PtdFile& ptd) {
 }
 
 SizeReport AnalyzeSize(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
-  if (!pte.program()) {
+  // Only files the reader accepted: the walker follows the program's tables
+  // and unions, which a file with errors (an unknown union tag, segments past
+  // its end) cannot be trusted for.
+  if (!pte.ok()) {
     std::string why;
     for (const auto& f : pte.report().findings()) {
       if (f.severity == Finding::Severity::kError) {
@@ -610,7 +616,11 @@ SizeReport AnalyzeSize(const PteFile& pte, const std::vector<const PtdFile*>& pt
         break;
       }
     }
-    throw Error("invalid", pte.name() + ": the program flatbuffer did not verify, so it cannot be broken down" + why);
+    throw Error("invalid",
+                pte.name() +
+                    (pte.program() ? ": the file has errors, so it cannot be broken down (run `ptepack verify`)"
+                                   : ": the program flatbuffer did not verify, so it cannot be broken down") +
+                    why);
   }
   SizeReport r;
   r.pte = PteParts(pte);

@@ -65,11 +65,11 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
   // `verify --ptd` checks external keys of every program the FlatBuffers
   // verifier accepted, valid or not.
   if (pte->program() != nullptr) pte->CheckExternalKeys({});
-  if (pte->program() != nullptr) {
+  if (!pte->ok()) return "";
+  {
     SizeReport sr = AnalyzeSize(*pte, {});
     if (std::string p = CheckSizeBreakdown(sr.pte); !p.empty()) return p;
   }
-  if (!pte->ok()) return "";
 
   nlohmann::json d = DescribePte(*pte, {});
   (void)d.dump();
@@ -96,8 +96,8 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
 inline std::string CheckPtdBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
   auto ptd = PtdFile::FromBytes(Bytes::View(data, size), "fuzz.ptd");
   if (accepted) *accepted = ptd->ok();
-  if (std::string p = CheckSizeBreakdown(AnalyzePtdSize(*ptd)); !p.empty()) return p;
   if (!ptd->ok()) return "";
+  if (std::string p = CheckSizeBreakdown(AnalyzePtdSize(*ptd)); !p.empty()) return p;
 
   nlohmann::json d = DescribePtd(*ptd);
   (void)d.dump();
