@@ -48,7 +48,9 @@ TempDirs& Created() {
 
 std::string TempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
-  std::filesystem::path p = std::filesystem::path(base ? base : "/tmp") / ("ptepack_test_" + name);
+  // The process id keeps concurrent runs (two checkouts, parallel ctest) out of each other's files.
+  std::filesystem::path p =
+      std::filesystem::path(base ? base : "/tmp") / ("ptepack_test_" + name + "." + std::to_string(::getpid()));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   auto& dirs = Created().paths;

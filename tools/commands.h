@@ -27,6 +27,10 @@ void RegisterSplit(CLI::App& app);
 void RegisterExtract(CLI::App& app);
 void RegisterChecksum(CLI::App& app);
 void RegisterBundle(CLI::App& app);
+void RegisterDiff(CLI::App& app);
+void RegisterGraph(CLI::App& app);
+void RegisterSize(CLI::App& app);
+void RegisterMap(CLI::App& app);
 
 // `s` with control characters (and DEL) shown as \xNN, so that names read
 // from a file cannot drive the user's terminal.

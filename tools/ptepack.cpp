@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
   RegisterExtract(app);
   RegisterChecksum(app);
   RegisterBundle(app);
+  RegisterDiff(app);
+  RegisterGraph(app);
+  RegisterSize(app);
+  RegisterMap(app);
   // `ptepack help [CMD]`, and a mistyped subcommand named with a suggestion.
   if (argc >= 2 && argv[1][0] != '-') {
     std::string word = argv[1];

@@ -107,9 +107,6 @@ class ProgramBuilder {
     friend class ProgramBuilder;
     struct State;
     Method(ProgramBuilder* owner, std::string name);
-    uint32_t AddValue(const char* kind, std::shared_ptr<fb::Table> val);
-    void AddInstruction(const char* kind, std::shared_ptr<fb::Table> args, const std::vector<FrameSpec>& stack);
-    std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec);
 
     ProgramBuilder* owner_;
     std::string name_;

@@ -376,6 +376,9 @@ constexpr uint64_t kCopyChunk = 1ull << 30;
 // Mapped data at least this long may be copied in the kernel; shorter
 // pieces (small tensors) are pread into the buffer.
 constexpr size_t kDirectMin = 16 << 10;
+// ...and pieces at least this long are copied in the kernel even when the
+// offsets are not congruent modulo the page size.
+constexpr uint64_t kUnalignedCopyMin = 1 << 20;
 // Reading through a mapping maps more than it reads (fault-around, large
 // folios): the range dropped afterwards is widened by this much each side.
 constexpr uintptr_t kDropSlack = 2 << 20;
@@ -387,7 +390,7 @@ constexpr size_t kDropBatch = 8 << 20;
 constexpr uint64_t kWritebackChunk = 32 << 20;
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(path) {
+AtomicFile::AtomicFile(const std::string& path, const Options& options) : path_(path), sync_(options.sync) {
   CheckOutputPath(path);
   struct stat target {};
   if (::stat(path.c_str(), &target) == 0 && !options.allow_overwrite_input) {
@@ -588,13 +591,16 @@ void AtomicFile::CopyExtents(int fd, uint64_t start, uint64_t n, bool may_have_h
       if (data_end <= pos) data_end = end;
     }
     const uint64_t len = data_end - pos;
-    // copy_file_range pays off when source and destination offsets are
-    // congruent modulo the page size (whole pages move, or are shared on
-    // filesystems that reflink); otherwise the kernel copies through partial
-    // pages at about half the speed of pread + write, which is used instead.
+    // copy_file_range: whole pages move (or are shared, on filesystems that
+    // reflink) when source and destination offsets are congruent modulo the
+    // page size. Across other offsets the kernel still copies without the
+    // trip through user memory: on Linux 6.18/ext4 here, 1 GiB took 1.6-2.4 s
+    // that way against 3.3-4.4 s for read + write (dd) and 0.7-0.9 s for cp;
+    // the write() copy into new page-cache folios dominated (perf: 77% in
+    // copy_folio_from_iter_atomic). Short pieces are pread + written.
     static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     uint64_t copied = 0;
-    if (((pos ^ offset_) & (kPage - 1)) == 0) copied = CopyFrom(fd, pos, len);
+    if (((pos ^ offset_) & (kPage - 1)) == 0 || len >= kUnalignedCopyMin) copied = CopyFrom(fd, pos, len);
     if (copied < len) ReadFrom(fd, pos + copied, len - copied);
     pos = data_end;
   }
@@ -688,7 +694,7 @@ void AtomicFile::Commit() {
     ThrowErrno("write-failed", "cannot set output size", path_);
   }
   ThrowIfInterrupted();
-  if (::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
+  if (sync_ && ::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
   if (::close(fd_) != 0) {
     fd_ = -1;
     ThrowErrno("write-failed", "cannot close output", path_);
@@ -699,6 +705,19 @@ void AtomicFile::Commit() {
     ThrowErrno("write-failed", "cannot rename temporary output into place", path_);
   }
   committed_ = true;
+}
+
+void SyncTree(const std::string& dir) {
+  // One syncfs() (writes back the filesystem's dirty files and commits its
+  // journal once), then the directory itself. An fsync per file costs a
+  // journal commit each, even when they come after all the writes.
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) ThrowErrno("write-failed", "cannot open directory to sync it", dir);
+  int r = ::syncfs(fd) == 0 ? ::fsync(fd) : -1;
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  if (r != 0) ThrowErrno("write-failed", "cannot sync directory", dir);
 }
 
 }  // namespace ptepack

@@ -67,6 +67,9 @@ class AtomicFile {
     // default the target itself when it exists. New files get 0644 (umask
     // applies).
     std::string replaces = {};
+    // false: Commit() renames without fsync. Only for files the caller makes
+    // durable together afterwards (SyncTree), before anything refers to them.
+    bool sync = true;
   };
   AtomicFile(const std::string& path, const Options& options);
   explicit AtomicFile(const std::string& path) : AtomicFile(path, Options{}) {}
@@ -138,6 +141,7 @@ class AtomicFile {
   std::unique_ptr<uint8_t[]> buf_;
   size_t buf_len_ = 0;
   bool committed_ = false;
+  bool sync_ = true;
   int slot_ = -1;  // registration for the signal handler
 };
 
@@ -171,6 +175,12 @@ class StagedFiles {
  private:
   std::vector<std::pair<std::string, std::string>> files_;
 };
+
+// Makes the files of a directory written with AtomicFile::Options::sync =
+// false durable, and then the directory: their writeback started at
+// Commit(), so this costs about one journal commit, not one per file.
+// Throws Error("write-failed").
+void SyncTree(const std::string& dir);
 
 // Outputs that are symbolic links are refused (never followed, never
 // replaced): the message names the link's target. Outputs that exist and are

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,25 @@ uint64_t HashFileRange(int fd, uint64_t offset, uint64_t size);
 // XXH3-64 of a byte view: read from the file when it is a MappedFile view,
 // else hashed in memory.
 uint64_t HashBytes(const Bytes& b);
+
+// HashBytes for callers that hash many pieces of the same mapped files
+// (dedup of 300,000 constants): keeps the last source file open and one read
+// buffer, instead of an open, fstat, close and a zeroed 256 KiB buffer per
+// piece. Same values as HashBytes. Not thread-safe.
+class BytesHasher {
+ public:
+  BytesHasher() = default;
+  ~BytesHasher();
+  BytesHasher(const BytesHasher&) = delete;
+  BytesHasher& operator=(const BytesHasher&) = delete;
+  uint64_t Hash(const Bytes& b);
+
+ private:
+  const MappedFile* mapping_ = nullptr;
+  std::weak_ptr<const void> owner_;  // while alive, mapping_ is that file
+  int fd_ = -1;
+  std::vector<uint8_t> buf_;
+};
 
 std::string HexDigest(uint64_t h);  // 16 lower-case hex digits
 

@@ -9,7 +9,8 @@ namespace ptepack {
 uint64_t Xxh3(const Bytes& b) { return HashBytes(b); }
 
 std::optional<size_t> DedupIndex::FindOrAdd(const Bytes& b, size_t id) {
-  uint64_t h = Xxh3(b);
+  if (!hasher_) hasher_ = std::make_shared<BytesHasher>();
+  uint64_t h = hasher_->Hash(b);
   auto range = map_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it) {
     if (it->second.data.Equals(b)) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -9,6 +10,8 @@
 #include "serialize/io/file_io.h"
 
 namespace ptepack {
+
+class BytesHasher;
 
 class DedupIndex {
  public:
@@ -24,6 +27,7 @@ class DedupIndex {
     size_t id;
   };
   std::unordered_multimap<uint64_t, Entry> map_;
+  std::shared_ptr<BytesHasher> hasher_;  // one open source file, one buffer
   uint64_t bytes_saved_ = 0;
   size_t hits_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "flat_tensor_views_generated.h"
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
 
@@ -32,27 +33,35 @@ std::shared_ptr<fb::Table> New(const char* table) {
 
 void ForEachTensor(fb::Table& program,
                    const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn) {
-  const reflection::Object* tensor_def = S().FindObject("executorch_flatbuffer.Tensor");
-  for (auto& plan : F(program, "execution_plan").elems) {
+  const reflection::Object* tensor_def = &Tensor<>::Def();
+  for (auto& plan : Program{program}.execution_plan().elems) {
     if (!plan.table) continue;
-    auto& values = F(*plan.table, "values").elems;
+    auto& values = ExecutionPlan{*plan.table}.values().elems;
     for (size_t i = 0; i < values.size(); ++i) {
       if (!values[i].table) continue;
-      auto& val = F(*values[i].table, "val");
+      auto& val = EValue{*values[i].table}.val();
       if (val.table && val.table->def == tensor_def) fn(*plan.table, static_cast<uint32_t>(i), *val.table);
     }
   }
 }
 
 uint64_t TensorNbytes(const fb::Table& t) {
-  return ShapeNbytes(static_cast<int>(fb::AsInt(F(t, "scalar_type"))), F(t, "sizes").scalars);
+  Tensor tensor{t};
+  return ShapeNbytes(static_cast<int>(tensor.get_scalar_type()), tensor.sizes().scalars);
 }
+
+bool IsExternal(const fb::Table& tensor) {
+  const auto& eti = Tensor{tensor}.extra_tensor_info();
+  return eti.table && ExtraTensorInfo{*eti.table}.get_location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
+}
+
+bool IsPlanned(const fb::Table& tensor) { return Tensor{tensor}.allocation_info().table != nullptr; }
 
 }  // namespace prog
 
 uint64_t LayoutNbytes(const fb::Table& tl) {
-  const auto& FS = fb::FlatTensorSchema();
-  return ShapeNbytes(static_cast<int>(fb::AsInt(fb::Field(FS, tl, "scalar_type"))), fb::Field(FS, tl, "sizes").scalars);
+  ptd::TensorLayout layout{tl};
+  return ShapeNbytes(static_cast<int>(layout.get_scalar_type()), layout.sizes().scalars);
 }
 
 void UpgradeLegacy(ExternalFile& file) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/backend_config.h"
+#include "program_views_generated.h"
 #include "ptepack/package.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/io/file_io.h"
@@ -32,7 +33,10 @@ uint64_t ShapeNbytes(int scalar_type, const Bytes& sizes);
 // Bytes of a flat_tensor_flatbuffer.TensorLayout, 0 if unknown.
 uint64_t LayoutNbytes(const fb::Table& tensor_layout);
 
-// Helpers on the program tree used by layout code.
+// Helpers on the program tree used by layout code. Typed views of its
+// tables (prog::Tensor{table}.sizes() ...) are generated from the schema
+// (program_views_generated.h, serialize/format/fbview.h); F() looks a field
+// up by name and is kept for callers outside the library.
 namespace prog {
 const fb::Schema& S();
 fb::Value& F(fb::Table& t, const char* name);
@@ -42,6 +46,10 @@ std::shared_ptr<fb::Table> New(const char* table);  // "executorch_flatbuffer.X"
 void ForEachTensor(fb::Table& program,
                    const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn);
 uint64_t TensorNbytes(const fb::Table& tensor);  // 0 if unknown
+// The tensor's data is in a .ptd file (ExtraTensorInfo.location EXTERNAL).
+bool IsExternal(const fb::Table& tensor);
+// The tensor is memory planned (has allocation_info).
+bool IsPlanned(const fb::Table& tensor);
 }  // namespace prog
 
 }  // namespace ptepack

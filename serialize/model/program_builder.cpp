@@ -9,36 +9,16 @@
 namespace ptepack {
 
 using namespace prog;
+using executorch_flatbuffer::DataLocation;
+using executorch_flatbuffer::InstructionArguments;
+using executorch_flatbuffer::KernelTypes;
+using executorch_flatbuffer::TensorDataLocation;
 
 namespace {
 
-template <typename T>
-fb::Value Vec(reflection::BaseType t, const std::vector<T>& v) {
-  return fb::ScalarVectorOf(t, v);
-}
-
-fb::Value Str(const std::string& s) { return fb::StringValue(s); }
-fb::Value U(reflection::BaseType t, uint64_t v) { return fb::UIntValue(t, v); }
-fb::Value I32(int32_t v) { return fb::UIntValue(reflection::Int, static_cast<uint32_t>(v)); }
-
 fb::Value Objs(std::vector<fb::Value> v) { return fb::OffsetVector(std::move(v), reflection::Obj); }
 
-uint8_t KernelTypeTag(const char* kind) {
-  static const char* kNames[] = {"NONE",   "Null",    "Int",        "Bool",     "Double",     "Tensor",
-                                 "String", "IntList", "DoubleList", "BoolList", "TensorList", "OptionalTensorList"};
-  for (uint8_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
-    if (std::string(kNames[i]) == kind) return i;
-  }
-  throw Error("internal", std::string("unknown value kind ") + kind);
-}
-
-uint8_t InstructionTag(const char* kind) {
-  static const char* kNames[] = {"NONE", "KernelCall", "DelegateCall", "MoveCall", "JumpFalseCall", "FreeCall"};
-  for (uint8_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
-    if (std::string(kNames[i]) == kind) return i;
-  }
-  throw Error("internal", std::string("unknown instruction kind ") + kind);
-}
+std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec);
 
 }  // namespace
 
@@ -48,6 +28,9 @@ struct ProgramBuilder::Method::State {
   std::vector<int32_t> inputs_, outputs_;
   std::vector<int64_t> buffer_sizes_{0};
   std::optional<std::pair<std::string, std::string>> meta_;
+
+  uint32_t AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val);
+  void AddInstruction(InstructionArguments kind, std::shared_ptr<fb::Table> args, const std::vector<FrameSpec>& stack);
 };
 
 struct ProgramBuilder::State {
@@ -112,40 +95,49 @@ uint32_t ProgramBuilder::AddDelegateData(Bytes data) {
   return static_cast<uint32_t>(s_->delegate_data_.size() - 1);
 }
 
-std::shared_ptr<fb::Table> ProgramBuilder::Method::TensorTable(const TensorSpec& spec) {
+namespace {
+
+std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
   if (ScalarTypeSize(static_cast<int>(spec.scalar_type)) == 0) {
     throw Error("bad-program", "unknown scalar type " + std::to_string(static_cast<int>(spec.scalar_type)));
   }
-  auto t = New("Tensor");
-  F(*t, "scalar_type") = U(reflection::Byte, static_cast<uint8_t>(spec.scalar_type));
-  F(*t, "sizes") = Vec(reflection::Int, spec.sizes);
+  auto t = prog::Tensor<>::New();
+  prog::Tensor tensor{*t};
+  tensor.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(spec.scalar_type));
+  tensor.set_sizes(spec.sizes);
   std::vector<uint8_t> dims = spec.dim_order;
   if (dims.empty()) {
     for (size_t i = 0; i < spec.sizes.size(); ++i) dims.push_back(static_cast<uint8_t>(i));
   }
   if (dims.size() != spec.sizes.size()) throw Error("bad-program", "dim_order and sizes differ in rank");
-  F(*t, "dim_order") = Vec(reflection::UByte, dims);
-  F(*t, "requires_grad") = U(reflection::Bool, spec.requires_grad);
-  F(*t, "shape_dynamism") = U(reflection::Byte, static_cast<uint8_t>(spec.shape_dynamism));
+  tensor.set_dim_order(Bytes::Own(std::move(dims)));
+  tensor.set_requires_grad(spec.requires_grad);
+  tensor.set_shape_dynamism(static_cast<executorch_flatbuffer::TensorShapeDynamism>(spec.shape_dynamism));
   if (spec.planned) {
-    auto a = New("AllocationDetails");
-    F(*a, "memory_id") = U(reflection::UInt, spec.planned->memory_id);
-    F(*a, "memory_offset_low") = U(reflection::UInt, spec.planned->offset & 0xffffffffu);
-    F(*a, "memory_offset_high") = U(reflection::UInt, spec.planned->offset >> 32);
-    F(*t, "allocation_info") = fb::TableValue(a);
+    auto a = AllocationDetails<>::New();
+    AllocationDetails alloc{*a};
+    alloc.set_memory_id(spec.planned->memory_id);
+    alloc.set_memory_offset_low(static_cast<uint32_t>(spec.planned->offset & 0xffffffffu));
+    alloc.set_memory_offset_high(static_cast<uint32_t>(spec.planned->offset >> 32));
+    tensor.allocation_info() = fb::TableValue(a);
   }
   return t;
 }
 
-uint32_t ProgramBuilder::Method::AddValue(const char* kind, std::shared_ptr<fb::Table> val) {
-  auto ev = New("EValue");
-  F(*ev, "val_type") = U(reflection::UType, KernelTypeTag(kind));
-  F(*ev, "val") = fb::TableValue(std::move(val));
-  s_->values_.push_back(fb::TableValue(ev));
-  return static_cast<uint32_t>(s_->values_.size() - 1);
+}  // namespace
+
+uint32_t ProgramBuilder::Method::State::AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val) {
+  auto ev = EValue<>::New();
+  EValue value{*ev};
+  value.set_val_type(kind);
+  value.val() = fb::TableValue(std::move(val));
+  values_.push_back(fb::TableValue(ev));
+  return static_cast<uint32_t>(values_.size() - 1);
 }
 
-uint32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) { return AddValue("Tensor", TensorTable(spec)); }
+uint32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) {
+  return s_->AddValue(KernelTypes::Tensor, TensorTable(spec));
+}
 
 uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name) {
   if (spec.planned) throw Error("bad-program", "a constant tensor is not memory planned");
@@ -155,8 +147,8 @@ uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes da
     throw Error("bad-program", "constant \"" + name + "\" has " + std::to_string(data.size) +
                                    " bytes but its shape needs " + std::to_string(nbytes));
   }
-  F(*t, "data_buffer_idx") = U(reflection::UInt, owner_->AddConstant(std::move(data)));
-  uint32_t vi = AddValue("Tensor", t);
+  prog::Tensor{*t}.set_data_buffer_idx(owner_->AddConstant(std::move(data)));
+  uint32_t vi = s_->AddValue(KernelTypes::Tensor, t);
   if (!name.empty()) {
     size_t mi = 0;
     while (owner_->s_->methods_[mi].get() != this) ++mi;
@@ -169,176 +161,182 @@ uint32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std
                                                std::optional<Bytes> initial) {
   if (!spec.planned) throw Error("bad-program", "mutable buffer \"" + name + "\" must be memory planned");
   auto t = TensorTable(spec);
+  prog::Tensor tensor{*t};
   if (initial) {
     if (initial->size != TensorNbytes(*t))
       throw Error("bad-program", "mutable buffer \"" + name + "\" data size mismatch");
-    F(*t, "data_buffer_idx") = U(reflection::UInt, owner_->AddMutable(std::move(*initial)));
+    tensor.set_data_buffer_idx(owner_->AddMutable(std::move(*initial)));
   }
-  auto eti = New("ExtraTensorInfo");
-  F(*eti, "fully_qualified_name") = Str(name);
-  F(*eti, "location") = U(reflection::Byte, 0);
-  F(*t, "extra_tensor_info") = fb::TableValue(eti);
-  return AddValue("Tensor", t);
+  auto e = ExtraTensorInfo<>::New();
+  ExtraTensorInfo eti{*e};
+  eti.set_fully_qualified_name(name);
+  eti.set_location(TensorDataLocation::SEGMENT);
+  tensor.extra_tensor_info() = fb::TableValue(e);
+  return s_->AddValue(KernelTypes::Tensor, t);
 }
 
-uint32_t ProgramBuilder::Method::Null() { return AddValue("Null", New("Null")); }
+uint32_t ProgramBuilder::Method::Null() { return s_->AddValue(KernelTypes::Null, prog::Null<>::New()); }
 
 uint32_t ProgramBuilder::Method::Int(int64_t v) {
-  auto t = New("Int");
-  F(*t, "int_val") = U(reflection::Long, static_cast<uint64_t>(v));
-  return AddValue("Int", t);
+  auto t = prog::Int<>::New();
+  prog::Int{*t}.set_int_val(v);
+  return s_->AddValue(KernelTypes::Int, t);
 }
 
 uint32_t ProgramBuilder::Method::Bool(bool v) {
-  auto t = New("Bool");
-  F(*t, "bool_val") = U(reflection::Bool, v);
-  return AddValue("Bool", t);
+  auto t = prog::Bool<>::New();
+  prog::Bool{*t}.set_bool_val(v);
+  return s_->AddValue(KernelTypes::Bool, t);
 }
 
 uint32_t ProgramBuilder::Method::Double(double v) {
-  auto t = New("Double");
-  uint64_t bits;
-  std::memcpy(&bits, &v, 8);
-  F(*t, "double_val") = fb::ScalarValue(reflection::Double, bits);
-  return AddValue("Double", t);
+  auto t = prog::Double<>::New();
+  prog::Double{*t}.set_double_val(v);
+  return s_->AddValue(KernelTypes::Double, t);
 }
 
 uint32_t ProgramBuilder::Method::String(const std::string& v) {
-  auto t = New("String");
-  F(*t, "string_val") = Str(v);
-  return AddValue("String", t);
+  auto t = prog::String<>::New();
+  prog::String{*t}.set_string_val(v);
+  return s_->AddValue(KernelTypes::String, t);
 }
 
 uint32_t ProgramBuilder::Method::IntList(const std::vector<int64_t>& v) {
-  auto t = New("IntList");
-  F(*t, "items") = Vec(reflection::Long, v);
-  return AddValue("IntList", t);
+  auto t = prog::IntList<>::New();
+  prog::IntList{*t}.set_items(v);
+  return s_->AddValue(KernelTypes::IntList, t);
 }
 
 uint32_t ProgramBuilder::Method::DoubleList(const std::vector<double>& v) {
-  auto t = New("DoubleList");
-  F(*t, "items") = Vec(reflection::Double, v);
-  return AddValue("DoubleList", t);
+  auto t = prog::DoubleList<>::New();
+  prog::DoubleList{*t}.set_items(v);
+  return s_->AddValue(KernelTypes::DoubleList, t);
 }
 
 uint32_t ProgramBuilder::Method::BoolList(const std::vector<bool>& v) {
-  auto t = New("BoolList");
-  std::vector<uint8_t> b(v.begin(), v.end());
-  F(*t, "items") = Vec(reflection::Bool, b);
-  return AddValue("BoolList", t);
+  auto t = prog::BoolList<>::New();
+  prog::BoolList{*t}.set_items(std::vector<uint8_t>(v.begin(), v.end()));
+  return s_->AddValue(KernelTypes::BoolList, t);
 }
 
 uint32_t ProgramBuilder::Method::TensorList(const std::vector<int32_t>& values) {
-  auto t = New("TensorList");
-  F(*t, "items") = Vec(reflection::Int, values);
-  return AddValue("TensorList", t);
+  auto t = prog::TensorList<>::New();
+  prog::TensorList{*t}.set_items(values);
+  return s_->AddValue(KernelTypes::TensorList, t);
 }
 
 uint32_t ProgramBuilder::Method::OptionalTensorList(const std::vector<int32_t>& values) {
-  auto t = New("OptionalTensorList");
-  F(*t, "items") = Vec(reflection::Int, values);
-  return AddValue("OptionalTensorList", t);
+  auto t = prog::OptionalTensorList<>::New();
+  prog::OptionalTensorList{*t}.set_items(values);
+  return s_->AddValue(KernelTypes::OptionalTensorList, t);
 }
 
 uint32_t ProgramBuilder::Method::Operator(const std::string& name, const std::string& overload) {
-  auto t = New("Operator");
-  F(*t, "name") = Str(name);
-  F(*t, "overload") = Str(overload);
+  auto t = prog::Operator<>::New();
+  prog::Operator op{*t};
+  op.set_name(name);
+  op.set_overload(overload);
   s_->operators_.push_back(fb::TableValue(t));
   return static_cast<uint32_t>(s_->operators_.size() - 1);
 }
 
 uint32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes payload,
                                           const std::vector<std::pair<std::string, Bytes>>& compile_specs) {
-  auto d = New("BackendDelegate");
-  F(*d, "id") = Str(backend_id);
-  auto ref = New("BackendDelegateDataReference");
-  F(*ref, "location") = U(reflection::Byte, 0);
-  F(*ref, "index") = U(reflection::UInt, owner_->AddDelegateData(std::move(payload)));
-  F(*d, "processed") = fb::TableValue(ref);
+  auto d = BackendDelegate<>::New();
+  BackendDelegate delegate{*d};
+  delegate.set_id(backend_id);
+  auto ref = BackendDelegateDataReference<>::New();
+  BackendDelegateDataReference processed{*ref};
+  processed.set_location(DataLocation::INLINE);
+  processed.set_index(owner_->AddDelegateData(std::move(payload)));
+  delegate.processed() = fb::TableValue(ref);
   std::vector<fb::Value> specs;
   for (const auto& [k, v] : compile_specs) {
-    auto cs = New("CompileSpec");
-    F(*cs, "key") = Str(k);
-    F(*cs, "value") = fb::ScalarVector(reflection::UByte, v);
+    auto cs = CompileSpec<>::New();
+    CompileSpec{*cs}.set_key(k);
+    CompileSpec{*cs}.set_value(v);
     specs.push_back(fb::TableValue(cs));
   }
-  F(*d, "compile_specs") = Objs(std::move(specs));
+  delegate.compile_specs() = Objs(std::move(specs));
   s_->delegates_.push_back(fb::TableValue(d));
   return static_cast<uint32_t>(s_->delegates_.size() - 1);
 }
 
-void ProgramBuilder::Method::AddInstruction(const char* kind, std::shared_ptr<fb::Table> args,
-                                            const std::vector<FrameSpec>& stack) {
-  auto ins = New("Instruction");
-  F(*ins, "instr_args_type") = U(reflection::UType, InstructionTag(kind));
-  F(*ins, "instr_args") = fb::TableValue(std::move(args));
-  s_->instructions_.push_back(fb::TableValue(ins));
+void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, std::shared_ptr<fb::Table> args,
+                                                   const std::vector<FrameSpec>& stack) {
+  auto ins = Instruction<>::New();
+  Instruction instruction{*ins};
+  instruction.set_instr_args_type(kind);
+  instruction.instr_args() = fb::TableValue(std::move(args));
+  instructions_.push_back(fb::TableValue(ins));
   std::vector<fb::Value> frames;
   for (const auto& f : stack) {
-    auto fr = New("Frame");
-    F(*fr, "filename") = Str(f.filename);
-    F(*fr, "lineno") = I32(f.lineno);
-    F(*fr, "name") = Str(f.name);
-    F(*fr, "context") = Str(f.context);
+    auto fr = Frame<>::New();
+    Frame frame{*fr};
+    frame.set_filename(f.filename);
+    frame.set_lineno(f.lineno);
+    frame.set_name(f.name);
+    frame.set_context(f.context);
     frames.push_back(fb::TableValue(fr));
   }
-  s_->any_frames_ = s_->any_frames_ || !stack.empty();
-  auto fl = New("FrameList");
-  F(*fl, "items") = Objs(std::move(frames));
-  s_->frames_.push_back(fb::TableValue(fl));
+  any_frames_ = any_frames_ || !stack.empty();
+  auto fl = FrameList<>::New();
+  FrameList{*fl}.items() = Objs(std::move(frames));
+  frames_.push_back(fb::TableValue(fl));
 }
 
 void ProgramBuilder::Method::KernelCall(uint32_t op, const std::vector<int32_t>& args,
                                         const std::vector<FrameSpec>& stack) {
-  auto k = New("KernelCall");
-  F(*k, "op_index") = I32(static_cast<int32_t>(op));
-  F(*k, "args") = Vec(reflection::Int, args);
-  AddInstruction("KernelCall", k, stack);
+  auto k = prog::KernelCall<>::New();
+  prog::KernelCall call{*k};
+  call.set_op_index(static_cast<int32_t>(op));
+  call.set_args(args);
+  s_->AddInstruction(InstructionArguments::KernelCall, k, stack);
 }
 
 void ProgramBuilder::Method::DelegateCall(uint32_t delegate, const std::vector<int32_t>& args,
                                           const std::vector<FrameSpec>& stack) {
-  auto k = New("DelegateCall");
-  F(*k, "delegate_index") = I32(static_cast<int32_t>(delegate));
-  F(*k, "args") = Vec(reflection::Int, args);
-  AddInstruction("DelegateCall", k, stack);
+  auto k = prog::DelegateCall<>::New();
+  prog::DelegateCall call{*k};
+  call.set_delegate_index(static_cast<int32_t>(delegate));
+  call.set_args(args);
+  s_->AddInstruction(InstructionArguments::DelegateCall, k, stack);
 }
 
 void ProgramBuilder::Method::Move(int32_t from, int32_t to, const std::vector<FrameSpec>& stack) {
-  auto k = New("MoveCall");
-  F(*k, "move_from") = I32(from);
-  F(*k, "move_to") = I32(to);
-  AddInstruction("MoveCall", k, stack);
+  auto k = MoveCall<>::New();
+  MoveCall call{*k};
+  call.set_move_from(from);
+  call.set_move_to(to);
+  s_->AddInstruction(InstructionArguments::MoveCall, k, stack);
 }
 
 void ProgramBuilder::Method::JumpFalse(int32_t cond, int32_t dest, const std::vector<FrameSpec>& stack) {
-  auto k = New("JumpFalseCall");
-  F(*k, "cond_value_index") = I32(cond);
-  F(*k, "destination_instruction") = I32(dest);
-  AddInstruction("JumpFalseCall", k, stack);
+  auto k = JumpFalseCall<>::New();
+  JumpFalseCall call{*k};
+  call.set_cond_value_index(cond);
+  call.set_destination_instruction(dest);
+  s_->AddInstruction(InstructionArguments::JumpFalseCall, k, stack);
 }
 
 void ProgramBuilder::Method::Free(int32_t value, const std::vector<FrameSpec>& stack) {
-  auto k = New("FreeCall");
-  F(*k, "value_index") = I32(value);
-  AddInstruction("FreeCall", k, stack);
+  auto k = FreeCall<>::New();
+  FreeCall{*k}.set_value_index(value);
+  s_->AddInstruction(InstructionArguments::FreeCall, k, stack);
 }
 
 Package ProgramBuilder::Build() const {
-  Package pkg;
-  pkg.program = New("Program");
-  fb::Table& p = *pkg.program;
-  std::vector<fb::Value> plans;
-  for (size_t mi = 0; mi < s_->methods_.size(); ++mi) {
+  auto build_plan = [this](size_t mi) {
     const Method& m = *s_->methods_[mi];
-    auto plan = New("ExecutionPlan");
-    F(*plan, "name") = Str(m.name_);
+    auto pl = ExecutionPlan<>::New();
+    ExecutionPlan plan{*pl};
+    plan.set_name(m.name_);
     if (m.s_->meta_) {
-      auto cm = New("ContainerMetadata");
-      F(*cm, "encoded_inp_str") = Str(m.s_->meta_->first);
-      F(*cm, "encoded_out_str") = Str(m.s_->meta_->second);
-      F(*plan, "container_meta_type") = fb::TableValue(cm);
+      auto cm = ContainerMetadata<>::New();
+      ContainerMetadata meta{*cm};
+      meta.set_encoded_inp_str(m.s_->meta_->first);
+      meta.set_encoded_out_str(m.s_->meta_->second);
+      plan.container_meta_type() = fb::TableValue(cm);
     }
     // Values are cloned so that Build() can be called more than once.
     std::vector<fb::Value> values;
@@ -347,46 +345,51 @@ Package ProgramBuilder::Build() const {
       auto it = s_->constant_names_.find({mi, static_cast<uint32_t>(vi)});
       if (it != s_->constant_names_.end()) {
         // Recorded for external placement; the writer decides whether it is kept.
-        auto& tensor = *F(*v.table, "val").table;
-        auto eti = New("ExtraTensorInfo");
-        F(*eti, "fully_qualified_name") = Str(it->second);
-        F(tensor, "extra_tensor_info") = fb::TableValue(eti);
+        auto e = ExtraTensorInfo<>::New();
+        ExtraTensorInfo{*e}.set_fully_qualified_name(it->second);
+        prog::Tensor{*EValue{*v.table}.val().table}.extra_tensor_info() = fb::TableValue(e);
       }
       values.push_back(std::move(v));
     }
-    F(*plan, "values") = Objs(std::move(values));
-    F(*plan, "inputs") = Vec(reflection::Int, m.s_->inputs_);
-    F(*plan, "outputs") = Vec(reflection::Int, m.s_->outputs_);
-    auto chain = New("Chain");
-    F(*chain, "inputs") = Vec(reflection::Int, m.s_->inputs_);
-    F(*chain, "outputs") = Vec(reflection::Int, m.s_->outputs_);
-    F(*chain, "instructions") = Objs(m.s_->instructions_);
-    if (m.s_->any_frames_) F(*chain, "stacktrace") = Objs(m.s_->frames_);
-    F(*plan, "chains") = Objs({fb::TableValue(chain)});
-    F(*plan, "operators") = Objs(m.s_->operators_);
-    F(*plan, "delegates") = Objs(m.s_->delegates_);
-    F(*plan, "non_const_buffer_sizes") = Vec(reflection::Long, m.s_->buffer_sizes_);
-    plans.push_back(fb::TableValue(plan));
-  }
-  F(p, "execution_plan") = Objs(std::move(plans));
+    plan.values() = Objs(std::move(values));
+    plan.set_inputs(m.s_->inputs_);
+    plan.set_outputs(m.s_->outputs_);
+    auto ch = Chain<>::New();
+    Chain chain{*ch};
+    chain.set_inputs(m.s_->inputs_);
+    chain.set_outputs(m.s_->outputs_);
+    chain.instructions() = Objs(m.s_->instructions_);
+    if (m.s_->any_frames_) chain.stacktrace() = Objs(m.s_->frames_);
+    plan.chains() = Objs({fb::TableValue(ch)});
+    plan.operators() = Objs(m.s_->operators_);
+    plan.delegates() = Objs(m.s_->delegates_);
+    plan.set_non_const_buffer_sizes(m.s_->buffer_sizes_);
+    return fb::TableValue(pl);
+  };
+  Package pkg;
+  pkg.program = Program<>::New();
+  Program p{*pkg.program};
+  std::vector<fb::Value> plans;
+  for (size_t mi = 0; mi < s_->methods_.size(); ++mi) plans.push_back(build_plan(mi));
+  p.execution_plan() = Objs(std::move(plans));
   std::vector<fb::Value> bufs;
   for (const auto& c : s_->constants_) {
-    auto b = New("Buffer");
-    F(*b, "storage") = fb::ScalarVector(reflection::UByte, c);
+    auto b = Buffer<>::New();
+    Buffer{*b}.set_storage(c);
     bufs.push_back(fb::TableValue(b));
   }
-  F(p, "constant_buffer") = Objs(std::move(bufs));
+  p.constant_buffer() = Objs(std::move(bufs));
   std::vector<fb::Value> dd;
   for (const auto& d : s_->delegate_data_) {
-    auto b = New("BackendDelegateInlineData");
-    F(*b, "data") = fb::ScalarVector(reflection::UByte, d);
+    auto b = BackendDelegateInlineData<>::New();
+    BackendDelegateInlineData{*b}.set_data(d);
     dd.push_back(fb::TableValue(b));
   }
-  F(p, "backend_delegate_data") = Objs(std::move(dd));
-  F(p, "segments") = Objs({});
-  auto so = New("SubsegmentOffsets");
-  F(*so, "offsets") = fb::ScalarVector(reflection::ULong, Bytes{});
-  F(p, "constant_segment") = fb::TableValue(so);
+  p.backend_delegate_data() = Objs(std::move(dd));
+  p.segments() = Objs({});
+  auto so = SubsegmentOffsets<>::New();
+  SubsegmentOffsets{*so}.offsets() = fb::ScalarVector(reflection::ULong, Bytes{});
+  p.constant_segment() = fb::TableValue(so);
   if (s_->mutable_.size() > 1) pkg.mutable_data = s_->mutable_;
   pkg.named_data = s_->named_;
   return pkg;

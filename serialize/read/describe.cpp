@@ -1,6 +1,9 @@
 #include "serialize/read/describe.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -50,6 +53,141 @@ json ValueSummary(const efb::ExecutionPlan& plan, int32_t idx) {
     j["dynamism"] = efb::EnumNameTensorShapeDynamism(t->shape_dynamism());
   }
   return j;
+}
+
+// Compile specs of a delegate: each key with its value's size, and the value
+// itself when it is small (as text when printable, else as hex).
+json CompileSpecsJson(const efb::BackendDelegate& d) {
+  constexpr size_t kSmallValue = 64;
+  json list = json::array();
+  if (!d.compile_specs()) return list;
+  for (const auto* cs : *d.compile_specs()) {
+    const size_t n = cs->value() ? cs->value()->size() : 0;
+    json e{{"key", cs->key() ? cs->key()->str() : ""}, {"size", n}};
+    if (n > 0 && n <= kSmallValue) {
+      const uint8_t* b = cs->value()->data();
+      if (std::all_of(b, b + n, [](uint8_t c) { return c >= 0x20 && c < 0x7f; })) {
+        e["text"] = std::string(reinterpret_cast<const char*>(b), n);
+      } else {
+        static const char* kHex = "0123456789abcdef";
+        std::string hex;
+        for (size_t i = 0; i < n; ++i) hex += kHex[b[i] >> 4], hex += kHex[b[i] & 15];
+        e["hex"] = hex;
+      }
+    }
+    list.push_back(e);
+  }
+  return list;
+}
+
+// A non-tensor value as JSON; nullopt for tensors and lists of tensors.
+std::optional<json> ScalarValue(const efb::EValue& v) {
+  using K = efb::KernelTypes;
+  auto items = [](const auto* vec) {
+    json a = json::array();
+    if (vec) {
+      for (auto x : *vec) a.push_back(x);
+    }
+    return a;
+  };
+  switch (v.val_type()) {
+    case K::Null:
+      return json(nullptr);
+    case K::Int:
+      return json(v.val_as_Int()->int_val());
+    case K::Bool:
+      return json(v.val_as_Bool()->bool_val());
+    case K::Double:
+      return json(v.val_as_Double()->double_val());
+    case K::String:
+      return json(v.val_as_String()->string_val() ? v.val_as_String()->string_val()->str() : "");
+    case K::IntList:
+      return items(v.val_as_IntList()->items());
+    case K::DoubleList:
+      return items(v.val_as_DoubleList()->items());
+    case K::BoolList:
+      return items(v.val_as_BoolList()->items());
+    default:
+      return std::nullopt;
+  }
+}
+
+// What a metadata method (such as get_max_seq_len: no inputs, no instructions,
+// constant outputs) returns; null for any other method.
+json ConstantReturns(const efb::ExecutionPlan& plan) {
+  if (!plan.values() || !plan.outputs() || plan.outputs()->size() == 0) return json();
+  if (plan.inputs() && plan.inputs()->size() > 0) return json();
+  if (plan.chains()) {
+    for (const auto* ch : *plan.chains()) {
+      if (ch->instructions() && ch->instructions()->size() > 0) return json();
+    }
+  }
+  json out = json::array();
+  for (int32_t i : *plan.outputs()) {
+    if (i < 0 || static_cast<size_t>(i) >= plan.values()->size()) return json();
+    const auto* v = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (!v->val() && v->val_type() != efb::KernelTypes::Null) return json();
+    std::optional<json> x = ScalarValue(*v);
+    if (!x) return json();
+    out.push_back(*x);
+  }
+  return out;
+}
+
+// The first instruction that has a stack trace: its index and up to three
+// innermost frames.
+json StackTraceSample(const efb::ExecutionPlan& plan) {
+  if (!plan.chains()) return json();
+  for (uint32_t c = 0; c < plan.chains()->size(); ++c) {
+    const auto* st = plan.chains()->Get(c)->stacktrace();
+    if (!st) continue;
+    for (uint32_t i = 0; i < st->size(); ++i) {
+      const auto* frames = st->Get(i)->items();
+      if (!frames || frames->size() == 0) continue;
+      json fj = json::array();
+      for (uint32_t k = frames->size() > 3 ? frames->size() - 3 : 0; k < frames->size(); ++k) {
+        const auto* f = frames->Get(k);
+        fj.push_back({{"filename", f->filename() ? f->filename()->str() : ""},
+                      {"lineno", f->lineno()},
+                      {"name", f->name() ? f->name()->str() : ""},
+                      {"context", f->context() ? f->context()->str() : ""}});
+      }
+      return {{"chain", c}, {"instruction", i}, {"frames", fj}};
+    }
+  }
+  return json();
+}
+
+// Tensors with stored data (constants, external tensors, mutable state with
+// an initial value): value index, name, dtype, shape, bytes, where the data is.
+json StoredTensorsJson(const efb::Program& p, const efb::ExecutionPlan& plan) {
+  json list = json::array();
+  if (!plan.values()) return list;
+  const bool segment =
+      p.constant_segment() && p.constant_segment()->offsets() && p.constant_segment()->offsets()->size() > 0;
+  for (uint32_t vi = 0; vi < plan.values()->size(); ++vi) {
+    const auto* t = plan.values()->Get(vi)->val_as_Tensor();
+    if (!t) continue;
+    const auto* eti = t->extra_tensor_info();
+    const bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
+    if (!external && t->data_buffer_idx() == 0) continue;
+    json sizes = json::array();
+    if (t->sizes()) {
+      for (int32_t s : *t->sizes()) sizes.push_back(s);
+    }
+    auto nb = TensorNbytes(*t);
+    list.push_back({{"value", vi},
+                    {"name", eti && eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : ""},
+                    {"dtype", ScalarTypeName(static_cast<int>(t->scalar_type()))},
+                    {"sizes", sizes},
+                    {"bytes", nb ? json(*nb) : json(nullptr)},
+                    {"location", external               ? "external"
+                                 : t->allocation_info() ? "mutable data"
+                                 : segment              ? "constant segment"
+                                                        : "constant_buffer"},
+                    {"buffer", t->data_buffer_idx()}});
+  }
+  return list;
 }
 
 std::string Human(uint64_t n) {
@@ -188,6 +326,7 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
             }
           }
           dj["compile_specs"] = dl->compile_specs() ? dl->compile_specs()->size() : 0;
+          dj["compile_spec_values"] = CompileSpecsJson(*dl);
           dels.push_back(dj);
         }
       }
@@ -223,6 +362,9 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
         }
       }
       m["mutable_buffer_names"] = mut_names;
+      m["stored_tensors"] = StoredTensorsJson(*p, *plan);
+      if (json r = ConstantReturns(*plan); !r.is_null()) m["returns"] = r;
+      if (json st = StackTraceSample(*plan); !st.is_null()) m["stacktrace_sample"] = st;
       methods.push_back(m);
     }
   }
@@ -310,7 +452,10 @@ json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
   return d;
 }
 
-json DescribePtd(const PtdFile& ptd) {
+namespace {
+
+// DescribePtd without "segments" and "entries" (the parts that grow with the file).
+json PtdHead(const PtdFile& ptd) {
   json d;
   d["file"] = ptd.name();
   d["format"] = "ptd";
@@ -323,27 +468,74 @@ json DescribePtd(const PtdFile& ptd) {
                  {"segment_base_offset", h.segment_base_offset},
                  {"segment_data_size", h.segment_data_size}};
   d["layout"] = ptd.legacy() ? "legacy (before 2025-06)" : "current";
-  json segs = json::array();
-  for (size_t i = 0; i < ptd.segments().size(); ++i) {
-    const auto& s = ptd.segments()[i];
-    segs.push_back({{"index", i},
-                    {"offset", s.offset},
-                    {"file_offset", s.file_offset},
-                    {"size", s.size},
-                    {"alignment", AlignmentOf(s.file_offset)}});
+  return d;
+}
+
+json PtdSegmentJson(const PtdFile& ptd, size_t i) {
+  const auto& s = ptd.segments()[i];
+  return {{"index", i},
+          {"offset", s.offset},
+          {"file_offset", s.file_offset},
+          {"size", s.size},
+          {"alignment", AlignmentOf(s.file_offset)}};
+}
+
+json PtdEntryJson(const PtdEntry& e) {
+  json j{{"key", e.key}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
+  if (e.has_layout) {
+    j["dtype"] = ScalarTypeName(e.scalar_type);
+    j["sizes"] = e.sizes;
   }
+  return j;
+}
+
+std::string Dump2(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+// `"name": [ ... ]` at depth 1 of a dump(2), one element made at a time.
+void WriteArray(std::ostream& out, const char* name, size_t n, const std::function<json(size_t)>& element) {
+  out << "  \"" << name << "\": [";
+  for (size_t i = 0; i < n; ++i) {
+    std::string e = Dump2(element(i));
+    std::string indented;
+    indented.reserve(e.size() + 64);
+    for (char c : e) {
+      indented += c;
+      if (c == '\n') indented += "    ";
+    }
+    out << (i ? ",\n    " : "\n    ") << indented;
+  }
+  out << (n ? "\n  ]" : "]");
+}
+
+}  // namespace
+
+json DescribePtd(const PtdFile& ptd) {
+  json d = PtdHead(ptd);
+  json segs = json::array();
+  for (size_t i = 0; i < ptd.segments().size(); ++i) segs.push_back(PtdSegmentJson(ptd, i));
   d["segments"] = segs;
   json entries = json::array();
-  for (const auto& e : ptd.entries()) {
-    json j{{"key", e.key}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
-    if (e.has_layout) {
-      j["dtype"] = ScalarTypeName(e.scalar_type);
-      j["sizes"] = e.sizes;
-    }
-    entries.push_back(j);
-  }
+  for (const auto& e : ptd.entries()) entries.push_back(PtdEntryJson(e));
   d["entries"] = entries;
   return d;
+}
+
+void WritePtdJson(const PtdFile& ptd, std::ostream& out) {
+  // Keys print in sorted order: entries, file ... layout, segments, size, valid.
+  json head = PtdHead(ptd);
+  head["entries"] = 0;
+  head["segments"] = 0;
+  const std::string text = Dump2(head);
+  const std::string first = "{\n  \"entries\": 0,\n", mid = "\n  \"segments\": 0,\n";
+  const size_t seg = text.find(mid);
+  if (text.compare(0, first.size(), first) != 0 || seg == std::string::npos) {
+    throw std::logic_error("WritePtdJson: unexpected key order");
+  }
+  out << "{\n";
+  WriteArray(out, "entries", ptd.entries().size(), [&](size_t i) { return PtdEntryJson(ptd.entries()[i]); });
+  out << ",\n" << text.substr(first.size(), seg + 1 - first.size());
+  WriteArray(out, "segments", ptd.segments().size(), [&](size_t i) { return PtdSegmentJson(ptd, i); });
+  out << ",\n" << text.substr(seg + mid.size()) << "\n";
 }
 
 namespace {
@@ -374,6 +566,87 @@ std::string Shape(const json& v) {
   return s;
 }
 
+void RenderDelegateText(std::ostringstream& o, const json& dl) {
+  o << "  delegate " << dl["backend_id"].get<std::string>() << ": " << dl.value("location", std::string("?")) << " #"
+    << dl.value("index", 0u);
+  if (dl.contains("size")) o << ", " << dl["size"].get<uint64_t>() << " bytes";
+  if (dl.contains("file_offset")) o << " at file offset " << dl["file_offset"].get<uint64_t>();
+  o << "\n";
+  if (!dl.contains("compile_spec_values") || dl["compile_spec_values"].empty()) return;
+  o << "    compile specs:";
+  for (const auto& cs : dl["compile_spec_values"]) {
+    o << " " << cs["key"].get<std::string>();
+    if (cs.contains("text")) {
+      o << "=\"" << cs["text"].get<std::string>() << "\"";
+    } else if (cs.contains("hex")) {
+      o << "=0x" << cs["hex"].get<std::string>();
+    } else {
+      o << " (" << Human(cs["size"].get<uint64_t>()) << ")";
+    }
+  }
+  o << "\n";
+}
+
+void RenderStoredTensorsText(std::ostringstream& o, const json& m, bool list) {
+  const json& ts = m.value("stored_tensors", json::array());
+  if (ts.empty()) return;
+  if (!list) {
+    o << "  stored tensors: " << ts.size() << " (list them with --tensor PATTERN)\n";
+    return;
+  }
+  for (const auto& t : ts) {
+    o << "  tensor #" << t["value"].get<uint64_t>() << " "
+      << (t["name"].get<std::string>().empty() ? "(unnamed)" : t["name"].get<std::string>()) << ": " << Shape(t) << ", "
+      << (t["bytes"].is_null() ? std::string("?") : Human(t["bytes"].get<uint64_t>())) << ", "
+      << t["location"].get<std::string>();
+    if (t["location"] != "external") o << " buffer " << t["buffer"].get<uint64_t>();
+    o << "\n";
+  }
+}
+
+void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
+  if (m.contains("returns")) {  // a metadata method: one line
+    std::string r;
+    for (const auto& v : m["returns"]) r += (r.empty() ? "" : ", ") + v.dump();
+    o << "method \"" << m["name"].get<std::string>() << "\" (constant): returns " << r << "\n";
+    return;
+  }
+  o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
+    << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
+    << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
+  o << "  inputs:";
+  for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
+  o << "\n  outputs:";
+  for (const auto& v : m["outputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
+  o << "\n  operators (" << m["operators"].size() << "):";
+  for (const auto& op : m["operators"]) o << " " << op.get<std::string>();
+  o << "\n";
+  for (const auto& dl : m["delegates"]) RenderDelegateText(o, dl);
+  // Entry 0 of non_const_buffer_sizes is reserved; the runtime's planned buffer i is entry i + 1.
+  o << "  planned buffers:";
+  const auto& ncbs = m["non_const_buffer_sizes"];
+  if (ncbs.size() <= 1) o << " none";
+  for (size_t i = 1; i < ncbs.size(); ++i) {
+    int64_t v = ncbs[i].get<int64_t>();
+    o << (i > 1 ? "," : "") << " #" << i - 1 << " " << (v < 0 ? std::to_string(v) : Human(static_cast<uint64_t>(v)));
+  }
+  o << "\n";
+  if (!m["mutable_buffer_names"].empty()) {
+    o << "  mutable buffer names:";
+    for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();
+    o << "\n";
+  }
+  RenderStoredTensorsText(o, m, list_tensors);
+  if (m.contains("stacktrace_sample")) {
+    const auto& st = m["stacktrace_sample"];
+    o << "  stack trace of instruction " << st["instruction"].get<uint64_t>() << ":\n";
+    for (const auto& f : st["frames"]) {
+      o << "    " << f["filename"].get<std::string>() << ":" << f["lineno"].get<int64_t>() << " in "
+        << f["name"].get<std::string>() << ": " << f["context"].get<std::string>() << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderPteText(const json& d) {
@@ -397,33 +670,6 @@ std::string RenderPteText(const json& d) {
   }
   if (!d.contains("methods")) return o.str();
   o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
-  for (const auto& m : d["methods"]) {
-    o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
-      << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
-      << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
-    o << "  inputs:";
-    for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
-    o << "\n  outputs:";
-    for (const auto& v : m["outputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
-    o << "\n  operators (" << m["operators"].size() << "):";
-    for (const auto& op : m["operators"]) o << " " << op.get<std::string>();
-    o << "\n";
-    for (const auto& dl : m["delegates"]) {
-      o << "  delegate " << dl["backend_id"].get<std::string>() << ": " << dl.value("location", std::string("?"))
-        << " #" << dl.value("index", 0u);
-      if (dl.contains("size")) o << ", " << dl["size"].get<uint64_t>() << " bytes";
-      if (dl.contains("file_offset")) o << " at file offset " << dl["file_offset"].get<uint64_t>();
-      o << "\n";
-    }
-    o << "  planned buffers:";
-    for (const auto& s : m["non_const_buffer_sizes"]) o << " " << s.get<int64_t>();
-    o << "\n";
-    if (!m["mutable_buffer_names"].empty()) {
-      o << "  mutable buffer names:";
-      for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();
-      o << "\n";
-    }
-  }
   if (d.contains("config")) {
     const auto& cfg = d["config"];
     if (cfg.contains("segment_alignment")) {
@@ -438,6 +684,7 @@ std::string RenderPteText(const json& d) {
       o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
     }
   }
+  for (const auto& m : d["methods"]) RenderMethodText(o, m, d.value("list_tensors", false));
   o << "segments (" << d["segments"].size() << "):\n";
   for (const auto& s : d["segments"]) {
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
@@ -490,8 +737,9 @@ std::string RenderPteText(const json& d) {
   return o.str();
 }
 
-std::string RenderPtdText(const json& d) {
-  std::ostringstream o;
+namespace {
+
+void RenderPtdHeadText(std::ostringstream& o, const json& d) {
   o << d["file"].get<std::string>() << ": FlatTensor data, " << Human(d["size"].get<uint64_t>()) << " ("
     << d["size"].get<uint64_t>() << " bytes), " << d["layout"].get<std::string>() << " layout, "
     << (d["valid"].get<bool>() ? "valid" : "INVALID") << "\n";
@@ -503,21 +751,46 @@ std::string RenderPtdText(const json& d) {
   o << "header: FH01, flatbuffer " << h["flatbuffer_size"].get<uint64_t>() << " bytes, segment base offset "
     << h["segment_base_offset"].get<uint64_t>() << ", segment data size " << h["segment_data_size"].get<uint64_t>()
     << "\n";
-  o << "segments (" << d["segments"].size() << "):\n";
-  for (const auto& s : d["segments"]) {
-    o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
-      << s["size"].get<uint64_t>() << ", offset a multiple of " << s["alignment"].get<uint64_t>() << "\n";
-  }
-  o << "entries (" << d["entries"].size() << "):\n";
-  for (const auto& e : d["entries"]) {
-    o << "  \"" << e["key"].get<std::string>() << "\": segment " << e["segment"].get<uint64_t>() << " + "
-      << e["offset"].get<uint64_t>() << ", " << e["size"].get<uint64_t>() << " bytes";
-    if (e.contains("dtype")) {
-      o << ", " << Shape(json{{"dtype", e["dtype"]}, {"sizes", e["sizes"]}});
-    }
-    o << "\n";
-  }
+}
+
+std::string SegmentLine(const json& s) {
+  std::ostringstream o;
+  o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
+    << s["size"].get<uint64_t>() << ", offset a multiple of " << s["alignment"].get<uint64_t>() << "\n";
   return o.str();
+}
+
+std::string EntryLine(const json& e) {
+  std::ostringstream o;
+  o << "  \"" << e["key"].get<std::string>() << "\": segment " << e["segment"].get<uint64_t>() << " + "
+    << e["offset"].get<uint64_t>() << ", " << e["size"].get<uint64_t>() << " bytes";
+  if (e.contains("dtype")) {
+    o << ", " << Shape(json{{"dtype", e["dtype"]}, {"sizes", e["sizes"]}});
+  }
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace
+
+std::string RenderPtdText(const json& d) {
+  std::ostringstream o;
+  RenderPtdHeadText(o, d);
+  o << "segments (" << d["segments"].size() << "):\n";
+  for (const auto& s : d["segments"]) o << SegmentLine(s);
+  o << "entries (" << d["entries"].size() << "):\n";
+  for (const auto& e : d["entries"]) o << EntryLine(e);
+  return o.str();
+}
+
+void WritePtdText(const PtdFile& ptd, const std::function<void(const std::string&)>& emit) {
+  std::ostringstream o;
+  RenderPtdHeadText(o, PtdHead(ptd));
+  o << "segments (" << ptd.segments().size() << "):\n";
+  emit(o.str());
+  for (size_t i = 0; i < ptd.segments().size(); ++i) emit(SegmentLine(PtdSegmentJson(ptd, i)));
+  emit("entries (" + std::to_string(ptd.entries().size()) + "):\n");
+  for (const auto& e : ptd.entries()) emit(EntryLine(PtdEntryJson(e)));
 }
 
 }  // namespace ptepack

@@ -1,7 +1,9 @@
 // Human- and machine-readable descriptions of .pte/.ptd files.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,5 +20,11 @@ nlohmann::json FindingsJson(const std::vector<const class Report*>& reports);
 // The readable form of DescribePte / DescribePtd output.
 std::string RenderPteText(const nlohmann::json& d);
 std::string RenderPtdText(const nlohmann::json& d);
+
+// The same as DescribePtd(ptd).dump(2) and RenderPtdText(DescribePtd(ptd)),
+// made one segment and entry at a time: memory does not grow with the
+// number of keys (a 100,000-key .ptd took 300 MB as one json).
+void WritePtdJson(const PtdFile& ptd, std::ostream& out);
+void WritePtdText(const PtdFile& ptd, const std::function<void(const std::string&)>& emit);
 
 }  // namespace ptepack

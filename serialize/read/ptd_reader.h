@@ -56,6 +56,14 @@ class PtdFile {
  private:
   PtdFile() = default;
   void Parse(const ReadOptions& opts);
+  bool ParseHeader();
+  bool VerifyFlatbuffer(uint64_t fb_end, const ReadOptions& opts);
+  void CheckRootFields(const ReadOptions& opts);
+  template <typename Segments>
+  void CheckSegments(const Segments* segs, const ReadOptions& opts);
+  void CollectEntries();
+  void CheckEntries();
+  void SetLegacyExtents();
 
   std::string name_;
   Bytes file_;

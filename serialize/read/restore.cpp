@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "flat_tensor_views_generated.h"
 #include "ptepack/error.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -10,16 +11,9 @@
 namespace ptepack {
 
 using namespace prog;
+using executorch_flatbuffer::DataLocation;
 
 namespace {
-
-fb::Value ByteVector(Bytes b) { return fb::ScalarVector(reflection::UByte, std::move(b)); }
-
-std::vector<uint64_t> ReadU64s(const fb::Value& v) {
-  std::vector<uint64_t> out(v.scalars.size / 8);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = LoadU64(v.scalars.data + 8 * i);
-  return out;
-}
 
 // Splits a sub-segmented region back into items (ExecuTorch's restore).
 std::vector<Bytes> SplitSegment(const Bytes& seg, const std::vector<uint64_t>& offsets) {
@@ -35,97 +29,117 @@ std::vector<Bytes> SplitSegment(const Bytes& seg, const std::vector<uint64_t>& o
   return out;
 }
 
+// Delegate payloads in segments go back inline.
+void InlineDelegates(Program<>& p, const std::vector<Bytes>& seg) {
+  auto& bdd = p.backend_delegate_data();
+  for (auto& plan : p.execution_plan().elems) {
+    for (auto& del : ExecutionPlan{*plan.table}.delegates().elems) {
+      auto& processed = BackendDelegate{*del.table}.processed();
+      if (!processed.table) continue;
+      const BackendDelegateDataReference old{*processed.table};
+      if (old.get_location() != DataLocation::SEGMENT) continue;
+      auto inl = BackendDelegateInlineData<>::New();
+      BackendDelegateInlineData{*inl}.set_data(seg.at(old.get_index()));
+      if (!bdd.present()) bdd = fb::OffsetVector({}, reflection::Obj);
+      bdd.elems.push_back(fb::TableValue(inl));
+      auto r = BackendDelegateDataReference<>::New();
+      BackendDelegateDataReference ref{*r};
+      ref.set_location(DataLocation::INLINE);
+      ref.set_index(static_cast<uint32_t>(bdd.elems.size() - 1));
+      processed = fb::TableValue(r);
+    }
+  }
+}
+
+// Largest tensor size per constant buffer index, to drop alignment padding.
+std::map<uint64_t, uint64_t> ConstantSizes(fb::Table& p) {
+  std::map<uint64_t, uint64_t> need;
+  ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
+    uint64_t idx = Tensor{t}.get_data_buffer_idx();
+    if (idx == 0 || IsExternal(t) || IsPlanned(t)) return;  // not in the constant segment
+    need[idx] = std::max(need[idx], TensorNbytes(t));
+  });
+  return need;
+}
+
+// A constant without its alignment padding (when the padding is zeros).
+Bytes Unpadded(Bytes b, const std::map<uint64_t, uint64_t>& need, size_t index) {
+  auto it = need.find(index);
+  if (it == need.end() || it->second > b.size) return b;
+  for (uint64_t k = it->second; k < b.size; ++k) {
+    if (b.data[k] != 0) return b;
+  }
+  return b.Sub(0, it->second);
+}
+
+// The constant segment back into constant_buffer.
+void RestoreConstants(Program<>& p, const std::vector<Bytes>& seg) {
+  auto& cseg = p.constant_segment();
+  if (!cseg.table) return;
+  SubsegmentOffsets sub{*cseg.table};
+  std::vector<uint64_t> o = sub.get_offsets();
+  if (o.empty()) return;
+  const std::map<uint64_t, uint64_t> need = ConstantSizes(p.table());
+  std::vector<Bytes> items = SplitSegment(seg.at(sub.get_segment_index()), o);
+  std::vector<fb::Value> bufs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto buf = Buffer<>::New();
+    Buffer{*buf}.set_storage(Unpadded(items[i], need, i));
+    bufs.push_back(fb::TableValue(buf));
+  }
+  p.constant_buffer() = fb::OffsetVector(std::move(bufs), reflection::Obj);
+  sub.segment_index() = fb::Value{};
+  sub.set_offsets({});
+}
+
+void RestoreMutableData(Program<>& p, const std::vector<Bytes>& seg, Package& pkg) {
+  auto& mds = p.mutable_data_segments();
+  if (!mds.present() || mds.elems.empty()) return;
+  if (mds.elems.size() > 1) throw Error("unsupported", "more than one mutable data segment");
+  const SubsegmentOffsets m{*mds.elems[0].table};
+  pkg.mutable_data = SplitSegment(seg.at(m.get_segment_index()), m.get_offsets());
+  mds = fb::Value{};
+}
+
+void RestoreNamedData(Program<>& p, const std::vector<Bytes>& seg, Package& pkg) {
+  auto& nd = p.named_data();
+  for (auto& e : nd.elems) {
+    const NamedData entry{*e.table};
+    NamedBlob b;
+    b.key = entry.get_key();
+    b.data = seg.at(entry.get_segment_index());
+    pkg.named_data.push_back(std::move(b));
+  }
+  nd.elems.clear();
+  p.segments().elems.clear();
+}
+
+// "dir/model.ptd" -> "model".
+std::string TagOf(std::string stem) {
+  auto slash = stem.find_last_of('/');
+  if (slash != std::string::npos) stem = stem.substr(slash + 1);
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".ptd") == 0) stem.resize(stem.size() - 4);
+  return stem;
+}
+
 }  // namespace
 
+// The reverse of LayoutPte, step by step (ExecuTorch's _deserialize_pte_binary
+// and restore of segment data).
 Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
   pte.report().ThrowIfError();
   if (!pte.program()) throw Error("flatbuffer-invalid", pte.name() + ": no program to read");
   Package pkg;
   Bytes fbytes = pte.flatbuffer();
   pkg.program = fb::Decode(S(), fbytes.data, fbytes.size, fbytes.owner);
-  fb::Table& p = *pkg.program;
+  Program p{*pkg.program};
   std::vector<Bytes> seg;
   for (size_t i = 0; i < pte.segments().size(); ++i) seg.push_back(pte.SegmentData(i));
-
-  // Delegate payloads in segments go back inline.
-  auto& bdd = F(p, "backend_delegate_data");
-  for (auto& plan : F(p, "execution_plan").elems) {
-    for (auto& del : F(*plan.table, "delegates").elems) {
-      auto& processed = F(*del.table, "processed");
-      if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 1) continue;
-      uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
-      auto inl = New("BackendDelegateInlineData");
-      F(*inl, "data") = ByteVector(seg.at(idx));
-      if (!bdd.present()) bdd = fb::OffsetVector({}, reflection::Obj);
-      bdd.elems.push_back(fb::TableValue(inl));
-      auto ref = New("BackendDelegateDataReference");
-      F(*ref, "location") = fb::UIntValue(reflection::Byte, 0);
-      F(*ref, "index") = fb::UIntValue(reflection::UInt, bdd.elems.size() - 1);
-      processed = fb::TableValue(ref);
-    }
-  }
-
-  // Largest tensor size per constant buffer index, to drop alignment padding.
-  std::map<uint64_t, uint64_t> need;
-  ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
-    uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
-    const auto& eti = F(t, "extra_tensor_info");
-    bool external = eti.table && fb::AsUInt(F(*eti.table, "location")) == 1;
-    if (idx == 0 || external || F(t, "allocation_info").table) return;  // not in the constant segment
-    need[idx] = std::max(need[idx], TensorNbytes(t));
-  });
-
-  auto& cseg = F(p, "constant_segment");
-  if (cseg.table) {
-    auto& offs = F(*cseg.table, "offsets");
-    std::vector<uint64_t> o = ReadU64s(offs);
-    if (!o.empty()) {
-      uint64_t si = fb::AsUInt(F(*cseg.table, "segment_index"));
-      std::vector<Bytes> items = SplitSegment(seg.at(si), o);
-      std::vector<fb::Value> bufs;
-      for (size_t i = 0; i < items.size(); ++i) {
-        Bytes b = items[i];
-        auto it = need.find(i);
-        if (it != need.end() && it->second <= b.size) {
-          bool zero_tail = true;
-          for (uint64_t k = it->second; k < b.size && zero_tail; ++k) zero_tail = b.data[k] == 0;
-          if (zero_tail) b = b.Sub(0, it->second);
-        }
-        auto buf = New("Buffer");
-        F(*buf, "storage") = ByteVector(b);
-        bufs.push_back(fb::TableValue(buf));
-      }
-      F(p, "constant_buffer") = fb::OffsetVector(std::move(bufs), reflection::Obj);
-      F(*cseg.table, "segment_index") = fb::Value{};
-      offs = fb::ScalarVectorOf<uint64_t>(reflection::ULong, {});
-    }
-  }
-
-  auto& mds = F(p, "mutable_data_segments");
-  if (mds.present() && !mds.elems.empty()) {
-    if (mds.elems.size() > 1) throw Error("unsupported", "more than one mutable data segment");
-    auto& m = *mds.elems[0].table;
-    pkg.mutable_data = SplitSegment(seg.at(fb::AsUInt(F(m, "segment_index"))), ReadU64s(F(m, "offsets")));
-    mds = fb::Value{};
-  }
-
-  auto& nd = F(p, "named_data");
-  for (auto& e : nd.elems) {
-    NamedBlob b;
-    b.key = F(*e.table, "key").str;
-    b.data = seg.at(fb::AsUInt(F(*e.table, "segment_index")));
-    pkg.named_data.push_back(std::move(b));
-  }
-  nd.elems.clear();
-  F(p, "segments").elems.clear();
-
-  for (const PtdFile* ptd : ptds) {
-    std::string stem = ptd->name();
-    auto slash = stem.find_last_of('/');
-    if (slash != std::string::npos) stem = stem.substr(slash + 1);
-    if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".ptd") == 0) stem.resize(stem.size() - 4);
-    pkg.external.push_back(ExternalFromPtd(*ptd, stem));
-  }
+  InlineDelegates(p, seg);
+  RestoreConstants(p, seg);
+  RestoreMutableData(p, seg, pkg);
+  RestoreNamedData(p, seg, pkg);
+  for (const PtdFile* ptd : ptds) pkg.external.push_back(ExternalFromPtd(*ptd, TagOf(ptd->name())));
   return pkg;
 }
 
@@ -138,7 +152,6 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
     ef.legacy_tensor_alignment = ptd.legacy_tensor_alignment();
     ef.legacy_named_data_field = ptd.legacy_has_named_data();
   }
-  const auto& FS = fb::FlatTensorSchema();
   for (const auto& e : ptd.entries()) {
     NamedBlob b;
     b.key = e.key;
@@ -148,13 +161,11 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
     }
     b.legacy_tensor = e.legacy_tensor;
     if (e.has_layout) {
-      auto tl = fb::NewTable(FS, "flat_tensor_flatbuffer.TensorLayout");
-      fb::Field(FS, *tl, "scalar_type") = fb::ScalarValue(reflection::Byte, static_cast<uint8_t>(e.scalar_type));
-      std::vector<uint8_t> sz(e.sizes.size() * 4);
-      if (!sz.empty()) std::memcpy(sz.data(), e.sizes.data(), sz.size());
-      fb::Field(FS, *tl, "sizes") = fb::ScalarVector(reflection::Int, Bytes::Own(std::move(sz)));
-      fb::Field(FS, *tl, "dim_order") =
-          fb::ScalarVector(reflection::UByte, Bytes::Own(std::vector<uint8_t>(e.dim_order)));
+      auto tl = ptd::TensorLayout<>::New();
+      ptd::TensorLayout layout{*tl};
+      layout.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(e.scalar_type));
+      layout.set_sizes(std::vector<int32_t>(e.sizes.begin(), e.sizes.end()));
+      layout.set_dim_order(Bytes::Own(std::vector<uint8_t>(e.dim_order)));
       b.tensor_layout = tl;
     }
     ef.entries.push_back(std::move(b));

@@ -44,44 +44,35 @@ uint64_t InferSegmentAlignment(uint64_t start, uint64_t base, const std::vector<
   return 128;
 }
 
-}  // namespace
+using Plans = std::vector<const executorch_flatbuffer::ExecutionPlan*>;
 
-InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds) {
-  InferredConfig out;
-  BackendConfig& c = out.config;
-  const auto* program = pte.program();
-  c.legacy_extended_header = pte.header() && !pte.header()->has_segment_data_size;
-  // A program without execution plans is valid (the reader only warns).
-  std::vector<const executorch_flatbuffer::ExecutionPlan*> plans;
-  if (program->execution_plan()) plans.assign(program->execution_plan()->begin(), program->execution_plan()->end());
-  bool any_segment_delegate = false, any_delegate = false;
+// What the delegates show about extract_delegate_segments.
+struct DelegateEvidence {
+  bool any_delegate = false;
+  bool any_segment = false;      // some payload is in a segment: extraction was on
+  bool any_inline_data = false;  // some non-empty payload is inline: it was off
+};
+
+DelegateEvidence DelegatesOf(const executorch_flatbuffer::Program& program, const Plans& plans) {
+  DelegateEvidence e;
+  const auto* bdd = program.backend_delegate_data();
   for (const auto* plan : plans) {
     if (!plan->delegates()) continue;
     for (const auto* d : *plan->delegates()) {
-      any_delegate = true;
-      if (d->processed() && d->processed()->location() == executorch_flatbuffer::DataLocation::SEGMENT) {
-        any_segment_delegate = true;
-      }
-    }
-  }
-  // Extraction leaves empty payloads inline, so delegates that are all inline
-  // and empty do not show whether it was on: both are tried below, ExecuTorch's
-  // default (on) first.
-  bool any_inline_data = false;
-  for (const auto* plan : plans) {
-    if (!plan->delegates()) continue;
-    for (const auto* d : *plan->delegates()) {
-      if (!d->processed() || d->processed()->location() != executorch_flatbuffer::DataLocation::INLINE) continue;
-      const auto* bdd = program->backend_delegate_data();
+      e.any_delegate = true;
+      if (!d->processed()) continue;
+      if (d->processed()->location() == executorch_flatbuffer::DataLocation::SEGMENT) e.any_segment = true;
+      if (d->processed()->location() != executorch_flatbuffer::DataLocation::INLINE) continue;
       uint32_t i = d->processed()->index();
-      if (bdd && i < bdd->size() && bdd->Get(i)->data() && bdd->Get(i)->data()->size() > 0) any_inline_data = true;
+      if (bdd && i < bdd->size() && bdd->Get(i)->data() && bdd->Get(i)->data()->size() > 0) e.any_inline_data = true;
     }
   }
-  c.extract_delegate_segments = any_segment_delegate || !any_delegate;
-  std::vector<bool> extract_choices{c.extract_delegate_segments};
-  if (any_delegate && !any_segment_delegate && !any_inline_data) extract_choices = {true, false};
-  c.inline_constants = program->constant_buffer() && program->constant_buffer()->size() > 0;
-  bool stack = false, names = false, ext_const = false, ext_mut = false;
+  return e;
+}
+
+// emit_stacktrace and emit_mutable_buffer_names, from what the program carries.
+void ReadEmitFlags(const Plans& plans, BackendConfig& c) {
+  bool stack = false, names = false;
   for (const auto* plan : plans) {
     if (plan->chains()) {
       for (const auto* ch : *plan->chains()) stack = stack || ch->stacktrace();
@@ -89,12 +80,9 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
     if (!plan->values()) continue;
     for (const auto* v : *plan->values()) {
       if (v->val_type() != executorch_flatbuffer::KernelTypes::Tensor) continue;
-      const auto* t = v->val_as_Tensor();
-      const auto* eti = t->extra_tensor_info();
-      if (!eti) continue;
-      if (eti->location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL) {
-        (t->allocation_info() ? ext_mut : ext_const) = true;
-      } else if (eti->fully_qualified_name()) {
+      const auto* eti = v->val_as_Tensor()->extra_tensor_info();
+      if (eti && eti->location() != executorch_flatbuffer::TensorDataLocation::EXTERNAL &&
+          eti->fully_qualified_name()) {
         names = true;
       }
     }
@@ -103,49 +91,53 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
   c.emit_mutable_buffer_names = names;
   c.external_constants = false;  // already-external data stays in pkg.external
   c.external_mutable_weights = false;
-  (void)ext_const;
-  (void)ext_mut;
+}
 
-  if (pte.segment_base_offset() != 0) {
-    std::vector<bool> own(pte.segments().size(), false);
-    if (program->named_data()) {
-      for (const auto* nd : *program->named_data()) {
-        if (nd->segment_index() < own.size()) own[nd->segment_index()] = true;
-      }
+bool ConstantOffsetsKnown(const executorch_flatbuffer::Program& program, const BackendConfig& c) {
+  return !c.inline_constants && program.constant_segment() && program.constant_segment()->offsets() &&
+         program.constant_segment()->offsets()->size() > 1;
+}
+
+// Constant tensor alignment from the gaps between constants (unset: the default 16).
+std::optional<uint64_t> ConstantTensorAlignment(const executorch_flatbuffer::Program& program, const Package& pkg) {
+  const auto& cb = Program{*pkg.program}.constant_buffer().elems;
+  const auto* offs = program.constant_segment()->offsets();
+  std::optional<uint64_t> found;
+  for (uint64_t a = 1; a <= 4096; a <<= 1) {
+    bool ok = true;
+    for (size_t i = 0; i + 1 < offs->size() && ok; ++i) {
+      uint64_t len = Buffer{*cb.at(i).table}.get_storage().size;
+      ok = AlignUp(len, a) ==
+           offs->Get(static_cast<flatbuffers::uoffset_t>(i + 1)) - offs->Get(static_cast<flatbuffers::uoffset_t>(i));
     }
-    c.segment_alignment = InferSegmentAlignment(pte.program_size(), pte.segment_base_offset(), pte.segments(), own);
+    if (ok && (a == 16 || !found)) found = a;
   }
-  // Constant tensor alignment from the gaps between constants.
-  const auto& cb = F(*pkg.program, "constant_buffer").elems;
-  if (!c.inline_constants && program->constant_segment() && program->constant_segment()->offsets() &&
-      program->constant_segment()->offsets()->size() > 1) {
-    const auto* offs = program->constant_segment()->offsets();
-    for (uint64_t a = 1; a <= 4096; a <<= 1) {
-      bool ok = true;
-      for (size_t i = 0; i + 1 < offs->size() && ok; ++i) {
-        uint64_t len = F(*cb.at(i).table, "storage").scalars.size;
-        ok = AlignUp(len, a) ==
-             offs->Get(static_cast<flatbuffers::uoffset_t>(i + 1)) - offs->Get(static_cast<flatbuffers::uoffset_t>(i));
-      }
-      if (ok && (a == 16 || !c.constant_tensor_alignment)) c.constant_tensor_alignment = a;
-    }
-    if (c.constant_tensor_alignment == 16u) c.constant_tensor_alignment.reset();
+  if (found == 16u) found.reset();
+  return found;
+}
+
+// The alignment (above the segment alignment; 1 if none) that puts segment
+// `si` where it is, after the segment before it.
+std::optional<uint64_t> OwnAlignment(const std::vector<SegmentSpan>& segs, uint32_t si, uint64_t segment_alignment) {
+  uint64_t prev_end = si == 0 ? 0 : segs[si - 1].offset + segs[si - 1].size;
+  for (uint64_t a = segment_alignment; a <= (1ull << 20); a <<= 1) {
+    if (AlignUp(prev_end, a) == segs[si].offset) return a == segment_alignment ? 1 : a;
   }
-  // Named data blobs: the alignment their segment offsets need.
-  if (!pkg.named_data.empty() && program->named_data()) {
-    for (size_t i = 0; i < pkg.named_data.size() && i < program->named_data()->size(); ++i) {
-      uint32_t si = program->named_data()->Get(static_cast<flatbuffers::uoffset_t>(i))->segment_index();
-      uint64_t prev_end = si == 0 ? 0 : pte.segments()[si - 1].offset + pte.segments()[si - 1].size;
-      uint64_t off = pte.segments()[si].offset;
-      for (uint64_t a = c.segment_alignment; a <= (1ull << 20); a <<= 1) {
-        if (AlignUp(prev_end, a) == off) {
-          pkg.named_data[i].alignment = a == c.segment_alignment ? 1 : a;
-          break;
-        }
-      }
-    }
+  return std::nullopt;
+}
+
+// Named data blobs of the .pte: the alignment their segment offsets need.
+void SetNamedBlobAlignments(const PteFile& pte, uint64_t segment_alignment, Package& pkg) {
+  const auto* named = pte.program()->named_data();
+  if (pkg.named_data.empty() || !named) return;
+  for (size_t i = 0; i < pkg.named_data.size() && i < named->size(); ++i) {
+    uint32_t si = named->Get(static_cast<flatbuffers::uoffset_t>(i))->segment_index();
+    if (auto a = OwnAlignment(pte.segments(), si, segment_alignment)) pkg.named_data[i].alignment = *a;
   }
-  // .ptd segment alignment.
+}
+
+// .ptd segment alignment, and the alignment each of their blobs needs.
+void ReadPtdAlignments(const std::vector<const PtdFile*>& ptds, BackendConfig& c, Package& pkg) {
   for (const PtdFile* ptd : ptds) {
     uint64_t fb_end = ptd->header().flatbuffer_offset + ptd->header().flatbuffer_size;
     if (ptd->legacy()) {
@@ -157,37 +149,37 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
     for (auto& ef : pkg.external) {
       const auto& entries = ptd->entries();
       for (size_t i = 0; i < ef.entries.size() && i < entries.size(); ++i) {
-        if (entries[i].legacy_tensor) continue;
-        uint32_t si = entries[i].segment_index;
-        if (si >= ptd->segments().size()) continue;
-        uint64_t prev_end = si == 0 ? 0 : ptd->segments()[si - 1].offset + ptd->segments()[si - 1].size;
-        for (uint64_t a = c.ptd_segment_alignment; a <= (1ull << 20); a <<= 1) {
-          if (AlignUp(prev_end, a) == ptd->segments()[si].offset) {
-            ef.entries[i].alignment = a == c.ptd_segment_alignment ? 1 : a;
-            break;
-          }
+        if (entries[i].legacy_tensor || entries[i].segment_index >= ptd->segments().size()) continue;
+        if (auto a = OwnAlignment(ptd->segments(), entries[i].segment_index, c.ptd_segment_alignment)) {
+          ef.entries[i].alignment = *a;
         }
       }
     }
   }
+}
 
-  // Which producer's byte layout matches? Try each (and, for legacy inline
-  // constants, the alignments that were in use then).
-  bool ta_known = !c.inline_constants && program->constant_segment() && program->constant_segment()->offsets() &&
-                  program->constant_segment()->offsets()->size() > 1;
-  // Inline delegate data starts at a multiple of the delegate alignment in
-  // force (the header inserted before the flatbuffer is padded to the largest
-  // force_align, so file offsets keep it): the lowest set bit of those
-  // offsets bounds the delegate alignment from above.
-  std::optional<uint64_t> da_bound;
-  if (program->backend_delegate_data()) {
-    for (const auto* d : *program->backend_delegate_data()) {
-      if (!d || !d->data() || d->data()->size() == 0) continue;
-      uint64_t off = static_cast<uint64_t>(d->data()->data() - pte.file().data);
-      uint64_t low = off == 0 ? 4096 : std::min<uint64_t>(off & (~off + 1), 4096);
-      da_bound = da_bound ? std::min(*da_bound, low) : low;
-    }
+// Inline delegate data starts at a multiple of the delegate alignment in
+// force (the header inserted before the flatbuffer is padded to the largest
+// force_align, so file offsets keep it): the lowest set bit of those
+// offsets bounds the delegate alignment from above.
+std::optional<uint64_t> DelegateAlignmentBound(const PteFile& pte) {
+  std::optional<uint64_t> bound;
+  const auto* bdd = pte.program()->backend_delegate_data();
+  if (!bdd) return bound;
+  for (const auto* d : *bdd) {
+    if (!d || !d->data() || d->data()->size() == 0) continue;
+    uint64_t off = static_cast<uint64_t>(d->data()->data() - pte.file().data);
+    uint64_t low = off == 0 ? 4096 : std::min<uint64_t>(off & (~off + 1), 4096);
+    bound = bound ? std::min(*bound, low) : low;
   }
+  return bound;
+}
+
+using AlignmentPair = std::pair<std::optional<uint64_t>, std::optional<uint64_t>>;  // tensor, delegate
+
+// The (tensor, delegate) alignments worth a trial layout, likeliest first.
+std::vector<AlignmentPair> CandidateAlignments(const BackendConfig& c, bool ta_known, bool any_delegate,
+                                               std::optional<uint64_t> da_bound) {
   std::vector<std::optional<uint64_t>> tas{c.constant_tensor_alignment};
   if (c.inline_constants) {
     for (uint64_t a : {32, 8, 64, 4, 1, 128}) tas.push_back(a);
@@ -211,16 +203,22 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
       tas.push_back(a);
     }
   }
-  std::vector<std::pair<std::optional<uint64_t>, std::optional<uint64_t>>> aligns;
+  std::vector<AlignmentPair> aligns;
   for (const auto& ta : tas) {
     for (const auto& da : das) aligns.push_back({ta, da});
   }
+  return aligns;
+}
+
+// Which producer's byte layout matches? Tries each with each candidate.
+bool MatchProducer(const PteFile& pte, const Package& pkg, const std::vector<AlignmentPair>& aligns,
+                   const std::vector<bool>& extract_choices, InferredConfig& out) {
   Bytes original = pte.file().Sub(0, pte.program_size());
   for (const auto& [ta, da] : aligns) {
     for (FlatbufferOrder order :
          {FlatbufferOrder::kFlatc, FlatbufferOrder::kPythonObjectApi, FlatbufferOrder::kFlatcLegacy}) {
       for (bool extract : extract_choices) {
-        BackendConfig trial = c;
+        BackendConfig trial = out.config;
         trial.extract_delegate_segments = extract;
         trial.flatbuffer_order = order;
         trial.constant_tensor_alignment = ta;
@@ -231,14 +229,55 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
             out.config = trial;
             out.exact = true;
             out.note = std::string("flatbuffer matches the ") + FlatbufferOrderName(order) + " layout";
-            return out;
+            return true;
           }
         } catch (const Error&) {
         }
       }
     }
   }
-  out.note = "no known producer reproduces the flatbuffer bytes; output will be equivalent, not identical";
+  return false;
+}
+
+}  // namespace
+
+// Reads each setting from the file's evidence (header, delegates, names,
+// segment offsets), then finds the producer and alignments whose layout
+// reproduces the flatbuffer bytes.
+InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds) {
+  InferredConfig out;
+  BackendConfig& c = out.config;
+  const auto& program = *pte.program();
+  c.legacy_extended_header = pte.header() && !pte.header()->has_segment_data_size;
+  // A program without execution plans is valid (the reader only warns).
+  Plans plans;
+  if (program.execution_plan()) plans.assign(program.execution_plan()->begin(), program.execution_plan()->end());
+  const DelegateEvidence del = DelegatesOf(program, plans);
+  // Extraction leaves empty payloads inline, so delegates that are all inline
+  // and empty do not show whether it was on: both are tried, ExecuTorch's
+  // default (on) first.
+  c.extract_delegate_segments = del.any_segment || !del.any_delegate;
+  std::vector<bool> extract_choices{c.extract_delegate_segments};
+  if (del.any_delegate && !del.any_segment && !del.any_inline_data) extract_choices = {true, false};
+  c.inline_constants = program.constant_buffer() && program.constant_buffer()->size() > 0;
+  ReadEmitFlags(plans, c);
+  if (pte.segment_base_offset() != 0) {
+    std::vector<bool> own(pte.segments().size(), false);
+    if (program.named_data()) {
+      for (const auto* nd : *program.named_data()) {
+        if (nd->segment_index() < own.size()) own[nd->segment_index()] = true;
+      }
+    }
+    c.segment_alignment = InferSegmentAlignment(pte.program_size(), pte.segment_base_offset(), pte.segments(), own);
+  }
+  const bool ta_known = ConstantOffsetsKnown(program, c);
+  if (ta_known) c.constant_tensor_alignment = ConstantTensorAlignment(program, pkg);
+  SetNamedBlobAlignments(pte, c.segment_alignment, pkg);
+  ReadPtdAlignments(ptds, c, pkg);
+  const auto aligns = CandidateAlignments(c, ta_known, del.any_delegate, DelegateAlignmentBound(pte));
+  if (!MatchProducer(pte, pkg, aligns, extract_choices, out)) {
+    out.note = "no known producer reproduces the flatbuffer bytes; output will be equivalent, not identical";
+  }
   return out;
 }
 

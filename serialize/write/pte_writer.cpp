@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "flat_tensor_legacy_views_generated.h"
+#include "flat_tensor_views_generated.h"
 #include "layout/alignment.h"
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
@@ -22,6 +24,8 @@
 namespace ptepack {
 
 using namespace prog;
+using executorch_flatbuffer::DataLocation;
+using executorch_flatbuffer::TensorDataLocation;
 
 namespace {
 
@@ -74,14 +78,14 @@ uint64_t PayloadBytes(const fb::Table& t) {
 // delegate; written inline again, equal payloads become one entry, numbered
 // in order of first use. Nothing changes when there are no duplicates.
 void DedupInlineDelegateData(fb::Table& p) {
-  auto& bdd = F(p, "backend_delegate_data");
+  auto& bdd = Program{p}.backend_delegate_data();
   const size_t n = bdd.elems.size();
   if (n < 2) return;
   DedupIndex dedup;
   std::vector<size_t> rep(n);
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
-    Bytes data = bdd.elems[i].table ? F(*bdd.elems[i].table, "data").scalars : Bytes{};
+    Bytes data = bdd.elems[i].table ? BackendDelegateInlineData{*bdd.elems[i].table}.get_data() : Bytes{};
     auto same = dedup.FindOrAdd(data, i);
     rep[i] = same ? *same : i;
     any = any || same.has_value();
@@ -96,14 +100,16 @@ void DedupInlineDelegateData(fb::Table& p) {
     }
   }
   for (size_t i = 0; i < n; ++i) remap[i] = remap[rep[i]];
-  for (auto& pl : F(p, "execution_plan").elems) {
+  for (auto& pl : Program{p}.execution_plan().elems) {
     if (!pl.table) continue;
-    for (auto& del : F(*pl.table, "delegates").elems) {
+    for (auto& del : ExecutionPlan{*pl.table}.delegates().elems) {
       if (!del.table) continue;
-      auto& processed = F(*del.table, "processed");
-      if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 0) continue;
-      uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
-      if (idx < n) F(*processed.table, "index") = fb::UIntValue(reflection::UInt, remap[idx]);
+      auto& processed = BackendDelegate{*del.table}.processed();
+      if (!processed.table) continue;
+      BackendDelegateDataReference ref{*processed.table};
+      if (ref.get_location() != DataLocation::INLINE) continue;
+      uint64_t idx = ref.get_index();
+      if (idx < n) ref.set_index(static_cast<uint32_t>(remap[idx]));
     }
   }
   bdd.elems = std::move(kept);
@@ -126,10 +132,10 @@ void DedupMutableData(Package& pkg) {
   DedupIndex seen;
   bool any = false;
   ForEachTensor(*pkg.program, [&](fb::Table&, uint32_t, fb::Table& t) {
-    if (!F(t, "allocation_info").table) return;
-    const auto& eti = F(t, "extra_tensor_info");
-    if (eti.table && fb::AsUInt(F(*eti.table, "location")) != 0) return;  // external
-    uint64_t idx = fb::AsUInt(F(t, "data_buffer_idx"));
+    if (!IsPlanned(t)) return;
+    const auto& eti = Tensor{t}.extra_tensor_info();
+    if (eti.table && ExtraTensorInfo{*eti.table}.get_location() != TensorDataLocation::SEGMENT) return;  // external
+    uint64_t idx = Tensor{t}.get_data_buffer_idx();
     if (idx == 0 || idx >= n) return;
     users.push_back(&t);
     if (visited[idx] || eti.table) return;
@@ -148,8 +154,8 @@ void DedupMutableData(Package& pkg) {
     kept.push_back(md[i]);
   }
   for (fb::Table* t : users) {
-    uint64_t idx = fb::AsUInt(F(*t, "data_buffer_idx"));
-    F(*t, "data_buffer_idx") = fb::UIntValue(reflection::UInt, remap[rep[idx]]);
+    Tensor tensor{*t};
+    tensor.set_data_buffer_idx(static_cast<uint32_t>(remap[rep[tensor.get_data_buffer_idx()]]));
   }
   md = std::move(kept);
 }
@@ -170,6 +176,151 @@ void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments) {
   }
 }
 
+namespace {
+
+fb::Value SubsegmentsValue(size_t segment_index, const std::vector<uint64_t>& offsets) {
+  auto so = SubsegmentOffsets<>::New();
+  SubsegmentOffsets sub{*so};
+  sub.set_segment_index(static_cast<uint32_t>(segment_index));
+  sub.set_offsets(offsets);
+  return fb::TableValue(so);
+}
+
+// Constant segment: every constant_buffer entry padded to the tensor alignment.
+void PlaceConstants(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
+  auto& cb = p.constant_buffer();
+  if (cfg.inline_constants || cb.elems.empty()) return;
+  std::vector<Bytes> items;
+  for (auto& b : cb.elems) items.push_back(b.table ? Buffer{*b.table}.get_storage() : Bytes{});
+  std::vector<uint64_t> offsets;
+  PlannedSegment seg = ConcatSegment(items, cfg.tensor_alignment(), &offsets);
+  p.constant_segment() = SubsegmentsValue(plan.segments().size(), offsets);
+  cb = fb::OffsetVector({}, reflection::Obj);
+  plan.Add(std::move(seg));
+}
+
+// Mutable data segment (no padding: it is copied at load time).
+void PlaceMutableData(Program<>& p, const Package& pkg, SegmentPlan& plan) {
+  if (!pkg.mutable_data) return;
+  std::vector<uint64_t> offsets;
+  PlannedSegment seg = ConcatSegment(*pkg.mutable_data, 1, &offsets);
+  if (seg.size == 0) return;
+  p.mutable_data_segments() = fb::OffsetVector({SubsegmentsValue(plan.segments().size(), offsets)}, reflection::Obj);
+  plan.Add(std::move(seg));
+}
+
+// Delegate payloads to segments (equal payloads share one); empty payloads stay inline.
+uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
+  auto& bdd = p.backend_delegate_data();
+  std::vector<fb::Value> remaining;
+  std::vector<bool> seen(bdd.elems.size(), false);
+  DedupIndex dedup;
+  for (auto& pl : p.execution_plan().elems) {
+    for (auto& del : ExecutionPlan{*pl.table}.delegates().elems) {
+      BackendDelegate delegate{*del.table};
+      auto& processed = delegate.processed();
+      if (!processed.table || BackendDelegateDataReference{*processed.table}.get_location() != DataLocation::INLINE) {
+        throw Error("bad-program", "delegate data must be inline before layout (" + delegate.get_id() + ")");
+      }
+      uint64_t idx = BackendDelegateDataReference{*processed.table}.get_index();
+      if (idx >= bdd.elems.size()) {
+        throw Error("index-out-of-range", "delegate processed index " + std::to_string(idx) +
+                                              " >= backend_delegate_data size " + std::to_string(bdd.elems.size()));
+      }
+      seen[idx] = true;
+      const Bytes& data = BackendDelegateInlineData{*bdd.elems[idx].table}.get_data();
+      if (data.size > 0) {
+        auto r = BackendDelegateDataReference<>::New();
+        BackendDelegateDataReference ref{*r};
+        ref.set_location(DataLocation::SEGMENT);
+        ref.set_index(static_cast<uint32_t>(AddDedupedBlob(plan, dedup, data)));
+        processed = fb::TableValue(r);
+      } else {
+        remaining.push_back(bdd.elems[idx]);
+        BackendDelegateDataReference{*processed.table}.set_index(static_cast<uint32_t>(remaining.size() - 1));
+      }
+    }
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i])
+      throw Error("bad-program", "backend_delegate_data[" + std::to_string(i) + "] is not used by any delegate");
+  }
+  if (bdd.present() || !remaining.empty()) bdd = fb::OffsetVector(std::move(remaining), reflection::Obj);
+  return dedup.bytes_saved();
+}
+
+// Named data stored in the .pte, one segment per distinct blob.
+uint64_t PlaceNamedData(Program<>& p, const Package& pkg, SegmentPlan& plan) {
+  if (pkg.named_data.empty()) return 0;
+  auto& nd = p.named_data();
+  if (!nd.elems.empty()) throw Error("bad-program", "program already has named data");
+  std::vector<fb::Value> entries;
+  DedupIndex dedup;
+  for (const auto& blob : pkg.named_data) {
+    size_t si = AddDedupedBlob(plan, dedup, blob.data, blob.alignment);
+    auto e = NamedData<>::New();
+    NamedData entry{*e};
+    entry.set_key(blob.key);
+    entry.set_segment_index(static_cast<uint32_t>(si));
+    entries.push_back(fb::TableValue(e));
+  }
+  nd = fb::OffsetVector(std::move(entries), reflection::Obj);
+  return dedup.bytes_saved();
+}
+
+// Places the segments and lists them in Program.segments.
+void ListSegments(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
+  plan.Place(cfg.segment_alignment);
+  auto& segs = p.segments();
+  if (!segs.present()) segs = fb::OffsetVector({}, reflection::Obj);
+  for (const auto& s : plan.segments()) {
+    auto ds = DataSegment<>::New();
+    DataSegment segment{*ds};
+    segment.set_offset(s.offset);
+    segment.set_size(s.size);
+    segs.elems.push_back(fb::TableValue(ds));
+  }
+}
+
+fb::Encoded EncodeProgram(const fb::Table& p, const BackendConfig& cfg, size_t num_segments) {
+  // Refuse before encoding: the encoder would need the whole buffer in memory.
+  CheckFormatLimits(PayloadBytes(p), num_segments);
+  fb::EncodeOptions eo;
+  eo.order = cfg.flatbuffer_order;
+  eo.force_align["Buffer.storage"] = cfg.tensor_alignment();
+  eo.force_align["BackendDelegateInlineData.data"] = cfg.delegate_data_alignment();
+  return fb::Encode(S(), p, eo);
+}
+
+// The flatbuffer with the eh00 header (when there are segments) in front.
+void AssembleHead(fb::Encoded enc, const BackendConfig& cfg, PteLayout& out) {
+  const SegmentPlan& plan = out.segments;
+  if (plan.data_size() == 0) {
+    out.head = std::move(enc.data);
+    out.segment_base_offset = 0;
+    // A tiny program (no methods, nothing else) encodes to fewer bytes than
+    // the runtime reads first; zeros after the flatbuffer make it loadable.
+    if (out.head.size() < kRuntimeHeadBytes) out.head.resize(kRuntimeHeadBytes, 0);
+    return;
+  }
+  ExtendedHeader h;
+  h.has_segment_data_size = !cfg.legacy_extended_header;
+  uint64_t padded =
+      AlignUp(h.has_segment_data_size ? kExtendedHeaderLength : kExtendedHeaderMinLength, enc.max_force_align);
+  h.program_size = padded + enc.data.size();
+  h.segment_base_offset = AlignUp(h.program_size, cfg.segment_alignment);
+  h.segment_data_size = plan.data_size();
+  std::vector<uint8_t> hb = EncodeExtendedHeader(h);
+  hb.resize(padded, 0);
+  out.head = InsertHeader(enc.data, hb);
+  out.segment_base_offset = h.segment_base_offset;
+}
+
+}  // namespace
+
+// The steps of ExecuTorch's serializer (_program.py serialize_pte_binary):
+// placement of external data, then constant, mutable, delegate and named
+// segments, then the flatbuffer and its header.
 PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   cfg.Validate();
   if (!in.program) throw Error("bad-program", "package has no program");
@@ -177,134 +328,22 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   pkg.program = fb::Clone(*in.program);
   ApplyPlacement(pkg, cfg);
   DedupMutableData(pkg);
-  fb::Table& p = *pkg.program;
+  Program p{*pkg.program};
   PteLayout out;
-  SegmentPlan& plan = out.segments;
-
-  // Constant segment.
-  auto& cb = F(p, "constant_buffer");
-  if (!cfg.inline_constants && !cb.elems.empty()) {
-    std::vector<Bytes> items;
-    for (auto& b : cb.elems) items.push_back(b.table ? F(*b.table, "storage").scalars : Bytes{});
-    std::vector<uint64_t> offsets;
-    PlannedSegment seg = ConcatSegment(items, cfg.tensor_alignment(), &offsets);
-    auto so = New("SubsegmentOffsets");
-    F(*so, "segment_index") = fb::UIntValue(reflection::UInt, plan.segments().size());
-    F(*so, "offsets") = fb::ScalarVectorOf(reflection::ULong, offsets);
-    F(p, "constant_segment") = fb::TableValue(so);
-    cb = fb::OffsetVector({}, reflection::Obj);
-    plan.Add(std::move(seg));
-  }
-
-  // Mutable data segment (no padding: it is copied at load time).
-  if (pkg.mutable_data) {
-    std::vector<uint64_t> offsets;
-    PlannedSegment seg = ConcatSegment(*pkg.mutable_data, 1, &offsets);
-    if (seg.size > 0) {
-      auto so = New("SubsegmentOffsets");
-      F(*so, "segment_index") = fb::UIntValue(reflection::UInt, plan.segments().size());
-      F(*so, "offsets") = fb::ScalarVectorOf(reflection::ULong, offsets);
-      F(p, "mutable_data_segments") = fb::OffsetVector({fb::TableValue(so)}, reflection::Obj);
-      plan.Add(std::move(seg));
-    }
-  }
-
-  // Delegate payloads.
-  if (!cfg.extract_delegate_segments) DedupInlineDelegateData(p);
+  PlaceConstants(p, cfg, out.segments);
+  PlaceMutableData(p, pkg, out.segments);
   if (cfg.extract_delegate_segments) {
-    auto& bdd = F(p, "backend_delegate_data");
-    std::vector<fb::Value> remaining;
-    std::vector<bool> seen(bdd.elems.size(), false);
-    DedupIndex dedup;
-    for (auto& pl : F(p, "execution_plan").elems) {
-      for (auto& del : F(*pl.table, "delegates").elems) {
-        auto& processed = F(*del.table, "processed");
-        if (!processed.table || fb::AsUInt(F(*processed.table, "location")) != 0) {
-          throw Error("bad-program", "delegate data must be inline before layout (" + F(*del.table, "id").str + ")");
-        }
-        uint64_t idx = fb::AsUInt(F(*processed.table, "index"));
-        if (idx >= bdd.elems.size()) {
-          throw Error("index-out-of-range", "delegate processed index " + std::to_string(idx) +
-                                                " >= backend_delegate_data size " + std::to_string(bdd.elems.size()));
-        }
-        seen[idx] = true;
-        const Bytes& data = F(*bdd.elems[idx].table, "data").scalars;
-        if (data.size > 0) {
-          size_t si = AddDedupedBlob(plan, dedup, data);
-          auto ref = New("BackendDelegateDataReference");
-          F(*ref, "location") = fb::UIntValue(reflection::Byte, 1);
-          F(*ref, "index") = fb::UIntValue(reflection::UInt, si);
-          processed = fb::TableValue(ref);
-        } else {
-          remaining.push_back(bdd.elems[idx]);
-          F(*processed.table, "index") = fb::UIntValue(reflection::UInt, remaining.size() - 1);
-        }
-      }
-    }
-    for (size_t i = 0; i < seen.size(); ++i) {
-      if (!seen[i])
-        throw Error("bad-program", "backend_delegate_data[" + std::to_string(i) + "] is not used by any delegate");
-    }
-    if (bdd.present() || !remaining.empty()) bdd = fb::OffsetVector(std::move(remaining), reflection::Obj);
-    out.dedup_bytes_saved += dedup.bytes_saved();
+    out.dedup_bytes_saved += ExtractDelegates(p, out.segments);
+  } else {
+    DedupInlineDelegateData(*pkg.program);
   }
-
-  // Named data stored in the .pte.
-  if (!pkg.named_data.empty()) {
-    auto& nd = F(p, "named_data");
-    if (!nd.elems.empty()) throw Error("bad-program", "program already has named data");
-    std::vector<fb::Value> entries;
-    DedupIndex dedup;
-    for (const auto& blob : pkg.named_data) {
-      size_t si = AddDedupedBlob(plan, dedup, blob.data, blob.alignment);
-      auto e = New("NamedData");
-      F(*e, "key") = fb::StringValue(blob.key);
-      F(*e, "segment_index") = fb::UIntValue(reflection::UInt, si);
-      entries.push_back(fb::TableValue(e));
-    }
-    nd = fb::OffsetVector(std::move(entries), reflection::Obj);
-    out.dedup_bytes_saved += dedup.bytes_saved();
-  }
-
-  plan.Place(cfg.segment_alignment);
-  auto& segs = F(p, "segments");
-  if (!segs.present()) segs = fb::OffsetVector({}, reflection::Obj);
-  for (const auto& s : plan.segments()) {
-    auto ds = New("DataSegment");
-    F(*ds, "offset") = fb::UIntValue(reflection::ULong, s.offset);
-    F(*ds, "size") = fb::UIntValue(reflection::ULong, s.size);
-    segs.elems.push_back(fb::TableValue(ds));
-  }
-
-  // Refuse before encoding: the encoder would need the whole buffer in memory.
-  CheckFormatLimits(PayloadBytes(p), plan.segments().size());
-  fb::EncodeOptions eo;
-  eo.order = cfg.flatbuffer_order;
-  eo.force_align["Buffer.storage"] = cfg.tensor_alignment();
-  eo.force_align["BackendDelegateInlineData.data"] = cfg.delegate_data_alignment();
-  fb::Encoded enc = fb::Encode(S(), p, eo);
+  out.dedup_bytes_saved += PlaceNamedData(p, pkg, out.segments);
+  ListSegments(p, cfg, out.segments);
+  fb::Encoded enc = EncodeProgram(*pkg.program, cfg, out.segments.segments().size());
   out.flatbuffer_size = enc.data.size();
   out.external = std::move(pkg.external);
-  if (plan.data_size() == 0) {
-    out.head = std::move(enc.data);
-    out.segment_base_offset = 0;
-    // A tiny program (no methods, nothing else) encodes to fewer bytes than
-    // the runtime reads first; zeros after the flatbuffer make it loadable.
-    if (out.head.size() < kRuntimeHeadBytes) out.head.resize(kRuntimeHeadBytes, 0);
-  } else {
-    ExtendedHeader h;
-    h.has_segment_data_size = !cfg.legacy_extended_header;
-    uint64_t padded =
-        AlignUp(h.has_segment_data_size ? kExtendedHeaderLength : kExtendedHeaderMinLength, enc.max_force_align);
-    h.program_size = padded + enc.data.size();
-    h.segment_base_offset = AlignUp(h.program_size, cfg.segment_alignment);
-    h.segment_data_size = plan.data_size();
-    std::vector<uint8_t> hb = EncodeExtendedHeader(h);
-    hb.resize(padded, 0);
-    out.head = InsertHeader(enc.data, hb);
-    out.segment_base_offset = h.segment_base_offset;
-  }
-  CheckFormatLimits(out.head.size(), plan.segments().size());
+  AssembleHead(std::move(enc), cfg, out);
+  CheckFormatLimits(out.head.size(), out.segments.segments().size());
   return out;
 }
 
@@ -313,18 +352,12 @@ namespace {
 // FlatTensor layout of before June 2025: all tensors share the first
 // segment, each padded to tensor_alignment; the flatbuffer and header are
 // padded to tensor_alignment too.
-PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) {
-  const fb::Schema& LS = fb::FlatTensorLegacySchema();
-  const fb::Schema& FS = fb::FlatTensorSchema();
-  const uint64_t ta = std::max<uint32_t>(1, file.legacy_tensor_alignment);
-  PtdLayout out;
-  PlannedSegment tensor_seg;
+// The legacy tensors list: every tensor in segment 0, each padded to the
+// tensor alignment `ta` (equal tensors stored once).
+std::vector<fb::Value> LegacyTensors(const ExternalFile& file, uint64_t ta, PlannedSegment& tensor_seg) {
   DedupIndex dedup;
   std::vector<uint64_t> offsets;  // by dedup id
-  std::vector<fb::Value> tensors, named;
-  std::vector<PlannedSegment> named_segs;
-  std::vector<uint64_t> named_seg_index;
-  DedupIndex named_dedup;
+  std::vector<fb::Value> tensors;
   for (const auto& e : file.entries) {
     if (!e.legacy_tensor) continue;
     auto existing = dedup.FindOrAdd(e.data, offsets.size());
@@ -338,40 +371,56 @@ PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) 
       tensor_seg.size = off + e.data.size;
       offsets.push_back(off);
     }
-    auto t = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.TensorMetadata");
-    fb::Field(LS, *t, "fully_qualified_name") = fb::StringValue(e.key);
+    auto t = ptd_legacy::TensorMetadata<>::New();
+    ptd_legacy::TensorMetadata meta{*t};
+    meta.set_fully_qualified_name(e.key);
     if (e.tensor_layout) {
-      fb::Field(LS, *t, "scalar_type") = fb::Field(FS, *e.tensor_layout, "scalar_type");
-      fb::Field(LS, *t, "sizes") = fb::Field(FS, *e.tensor_layout, "sizes");
-      fb::Field(LS, *t, "dim_order") = fb::Field(FS, *e.tensor_layout, "dim_order");
+      const ptd::TensorLayout layout{*e.tensor_layout};
+      meta.scalar_type() = layout.scalar_type();
+      meta.sizes() = layout.sizes();
+      meta.dim_order() = layout.dim_order();
     }
-    fb::Field(LS, *t, "segment_index") = fb::UIntValue(reflection::UInt, 0);
-    fb::Field(LS, *t, "offset") = fb::UIntValue(reflection::ULong, off);
+    meta.set_segment_index(0);
+    meta.set_offset(off);
     tensors.push_back(fb::TableValue(t));
   }
+  return tensors;
+}
+
+PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) {
+  const fb::Schema& LS = fb::FlatTensorLegacySchema();
+  const uint64_t ta = std::max<uint32_t>(1, file.legacy_tensor_alignment);
+  PtdLayout out;
+  PlannedSegment tensor_seg;
+  std::vector<fb::Value> tensors = LegacyTensors(file, ta, tensor_seg);
+  std::vector<fb::Value> named;
+  DedupIndex named_dedup;
   out.segments.Add(std::move(tensor_seg));
   for (const auto& e : file.entries) {
     if (e.legacy_tensor) continue;
     size_t si = AddDedupedBlob(out.segments, named_dedup, e.data, e.alignment);
-    auto nd = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.NamedData");
-    fb::Field(LS, *nd, "key") = fb::StringValue(e.key);
-    fb::Field(LS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, si);
+    auto nd = ptd_legacy::NamedData<>::New();
+    ptd_legacy::NamedData entry{*nd};
+    entry.set_key(e.key);
+    entry.set_segment_index(static_cast<uint32_t>(si));
     named.push_back(fb::TableValue(nd));
   }
   out.segments.Place(segment_alignment);
   std::vector<fb::Value> segs;
   for (const auto& s : out.segments.segments()) {
-    auto ds = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.DataSegment");
-    fb::Field(LS, *ds, "offset") = fb::UIntValue(reflection::ULong, s.offset);
-    fb::Field(LS, *ds, "size") = fb::UIntValue(reflection::ULong, s.size);
+    auto ds = ptd_legacy::DataSegment<>::New();
+    ptd_legacy::DataSegment segment{*ds};
+    segment.set_offset(s.offset);
+    segment.set_size(s.size);
     segs.push_back(fb::TableValue(ds));
   }
-  auto root = fb::NewTable(LS, "flat_tensor_legacy_flatbuffer.FlatTensor");
-  fb::Field(LS, *root, "tensor_alignment") = fb::UIntValue(reflection::UInt, ta);
-  fb::Field(LS, *root, "tensors") = fb::OffsetVector(std::move(tensors), reflection::Obj);
-  fb::Field(LS, *root, "segments") = fb::OffsetVector(std::move(segs), reflection::Obj);
+  auto root = ptd_legacy::FlatTensor<>::New();
+  ptd_legacy::FlatTensor flat{*root};
+  flat.set_tensor_alignment(static_cast<uint32_t>(ta));
+  flat.tensors() = fb::OffsetVector(std::move(tensors), reflection::Obj);
+  flat.segments() = fb::OffsetVector(std::move(segs), reflection::Obj);
   if (file.legacy_named_data_field || !named.empty()) {
-    fb::Field(LS, *root, "named_data") = fb::OffsetVector(std::move(named), reflection::Obj);
+    flat.named_data() = fb::OffsetVector(std::move(named), reflection::Obj);
   }
   fb::Encoded enc = fb::Encode(LS, *root, fb::EncodeOptions{});
   FlatTensorHeader h;
@@ -397,29 +446,32 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   const auto& FS = fb::FlatTensorSchema();
   PtdLayout out;
   DedupIndex dedup;
-  auto root = fb::NewTable(FS, "flat_tensor_flatbuffer.FlatTensor");
+  auto root = ptd::FlatTensor<>::New();
   std::vector<fb::Value> named;
   std::set<std::string> keys;
   for (const auto& e : file.entries) {
     if (!keys.insert(e.key).second) throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
     size_t si = AddDedupedBlob(out.segments, dedup, e.data, e.alignment);
-    auto nd = fb::NewTable(FS, "flat_tensor_flatbuffer.NamedData");
-    fb::Field(FS, *nd, "key") = fb::StringValue(e.key);
-    fb::Field(FS, *nd, "segment_index") = fb::UIntValue(reflection::UInt, si);
-    if (e.tensor_layout) fb::Field(FS, *nd, "tensor_layout") = fb::TableValue(e.tensor_layout);
+    auto nd = ptd::NamedData<>::New();
+    ptd::NamedData entry{*nd};
+    entry.set_key(e.key);
+    entry.set_segment_index(static_cast<uint32_t>(si));
+    if (e.tensor_layout) entry.tensor_layout() = fb::TableValue(e.tensor_layout);
     named.push_back(fb::TableValue(nd));
   }
   out.segments.Place(segment_alignment);
   std::vector<fb::Value> segs;
   for (const auto& s : out.segments.segments()) {
-    auto ds = fb::NewTable(FS, "flat_tensor_flatbuffer.DataSegment");
-    fb::Field(FS, *ds, "offset") = fb::UIntValue(reflection::ULong, s.offset);
-    fb::Field(FS, *ds, "size") = fb::UIntValue(reflection::ULong, s.size);
+    auto ds = ptd::DataSegment<>::New();
+    ptd::DataSegment segment{*ds};
+    segment.set_offset(s.offset);
+    segment.set_size(s.size);
     segs.push_back(fb::TableValue(ds));
   }
-  fb::Field(FS, *root, "version") = fb::UIntValue(reflection::UInt, 0);
-  fb::Field(FS, *root, "segments") = fb::OffsetVector(std::move(segs), reflection::Obj);
-  fb::Field(FS, *root, "named_data") = fb::OffsetVector(std::move(named), reflection::Obj);
+  ptd::FlatTensor flat{*root};
+  flat.set_version(0);
+  flat.segments() = fb::OffsetVector(std::move(segs), reflection::Obj);
+  flat.named_data() = fb::OffsetVector(std::move(named), reflection::Obj);
   fb::Encoded enc = fb::Encode(FS, *root, fb::EncodeOptions{});
   FlatTensorHeader h;
   uint64_t padded = AlignUp(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment);
@@ -546,24 +598,14 @@ void CheckStaged(const std::vector<std::pair<std::string, std::string>>& staged_
 
 }  // namespace
 
-WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
-                         const WriteOptions& o) {
-  WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
-  PteLayout l = LayoutPte(pkg, cfg);
-  std::string dir;
-  auto slash = pte_path.find_last_of('/');
-  if (slash != std::string::npos) dir = pte_path.substr(0, slash + 1);
-  // Lay out every .ptd before writing anything, so layout errors leave no files.
-  std::vector<std::pair<std::string, PtdLayout>> ptds;
-  for (const auto& ef : l.external) ptds.emplace_back(dir + ef.tag + ".ptd", LayoutPtd(ef, cfg.ptd_segment_alignment));
-  WriteResult r;
-  r.flatbuffer_size = l.flatbuffer_size;
-  r.num_segments = l.segments.segments().size();
-  r.dedup_bytes_saved = l.dedup_bytes_saved;
-  // Refuse collisions and foreign files before anything is written.
-  std::vector<std::string> targets;
-  for (const auto& pd : ptds) targets.push_back(pd.first);
-  targets.push_back(pte_path);
+namespace {
+
+using PtdPlan = std::vector<std::pair<std::string, PtdLayout>>;  // path, layout
+
+// Refuses collisions and foreign files before anything is written: two
+// outputs with one name, an output path that may not be written, an existing
+// .ptd that was not an input (unless forced). The .pte is the last target.
+void RefuseBadTargets(const std::vector<std::string>& targets, const PteLayout& l, const WriteOptions& o) {
   std::map<std::string, std::string> seen;  // canonical path -> what it is
   for (size_t i = 0; i < targets.size(); ++i) {
     const bool is_pte = i + 1 == targets.size();
@@ -585,31 +627,35 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
       }
     }
   }
+}
+
+// Checks that every target could be opened for writing (a dry run only
+// refuses overwriting an input).
+void ProbeTargets(const std::vector<std::string>& targets, const WriteOptions& o) {
   AtomicFile::Options ao{o.inputs, o.allow_overwrite_input, {}};
   for (const auto& t : targets) {
-    if (o.dry_run) {
-      for (const auto& in : o.inputs) {
-        if (!o.allow_overwrite_input && SameFile(in, t)) {
-          Refuse("overwrite-input", t,
-                 "output is the same file as input " + in +
-                     "; refusing to overwrite it in place (use --in-place to allow)");
-        }
-      }
-    } else {
+    if (!o.dry_run) {
       AtomicFile probe(t, ao);
+      continue;
+    }
+    for (const auto& in : o.inputs) {
+      if (!o.allow_overwrite_input && SameFile(in, t)) {
+        Refuse(
+            "overwrite-input", t,
+            "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)");
+      }
     }
   }
-  if (o.dry_run) {
-    for (const auto& pd : ptds) r.ptds.push_back({pd.first, pd.second.total_size()});
-    r.pte = {pte_path, l.total_size()};
-    return r;
-  }
-  // Every file is written and committed (flushed, synced) under a staging
-  // name first; only when all of them are complete and read back valid are
-  // they renamed into place. AtomicFile writes its buffer out in Commit, so
-  // committing the real targets one after the other could replace the .ptd
-  // files and then fail on the .pte (full disk), pairing new data with an
-  // old program. The staging names never are inputs.
+}
+
+// Every file is written and committed (flushed, synced) under a staging
+// name first; only when all of them are complete and read back valid are
+// they renamed into place. AtomicFile writes its buffer out in Commit, so
+// committing the real targets one after the other could replace the .ptd
+// files and then fail on the .pte (full disk), pairing new data with an
+// old program. The staging names never are inputs.
+void StageCheckAndRename(const PteLayout& l, const PtdPlan& ptds, const std::string& pte_path, const WriteOptions& o,
+                         WriteResult& r) {
   StagedFiles staged;
   auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
     std::string name = StagedFiles::NameFor(target);
@@ -635,6 +681,35 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   // All or nothing: a failed rename restores the files renamed before it,
   // so new data is never paired with an old program.
   staged.RenameAll();
+}
+
+}  // namespace
+
+WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
+                         const WriteOptions& o) {
+  WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
+  PteLayout l = LayoutPte(pkg, cfg);
+  std::string dir;
+  auto slash = pte_path.find_last_of('/');
+  if (slash != std::string::npos) dir = pte_path.substr(0, slash + 1);
+  // Lay out every .ptd before writing anything, so layout errors leave no files.
+  PtdPlan ptds;
+  for (const auto& ef : l.external) ptds.emplace_back(dir + ef.tag + ".ptd", LayoutPtd(ef, cfg.ptd_segment_alignment));
+  WriteResult r;
+  r.flatbuffer_size = l.flatbuffer_size;
+  r.num_segments = l.segments.segments().size();
+  r.dedup_bytes_saved = l.dedup_bytes_saved;
+  std::vector<std::string> targets;
+  for (const auto& pd : ptds) targets.push_back(pd.first);
+  targets.push_back(pte_path);
+  RefuseBadTargets(targets, l, o);
+  ProbeTargets(targets, o);
+  if (o.dry_run) {
+    for (const auto& pd : ptds) r.ptds.push_back({pd.first, pd.second.total_size()});
+    r.pte = {pte_path, l.total_size()};
+    return r;
+  }
+  StageCheckAndRename(l, ptds, pte_path, o, r);
   return r;
 }
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "ptepack/error.h"
+#include "serialize/insight/byte_map.h"
+#include "serialize/insight/size.h"
 #include "serialize/model/package.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
@@ -40,6 +42,22 @@ inline std::string CheckError(const Error& e, const char* stage) {
   return "";
 }
 
+// `size` and `map` work on any file whose flatbuffer verified, valid or not:
+// every byte is attributed to exactly one part and the bands cover the file.
+inline std::string CheckSizeBreakdown(const FileSize& f) {
+  uint64_t sum = 0, cursor = 0;
+  for (const auto& p : f.parts) sum += p.bytes;
+  if (sum != f.file_size)
+    return "size: parts add up to " + std::to_string(sum) + ", not " + std::to_string(f.file_size);
+  for (const auto& b : f.bands) {
+    if (b.offset != cursor || b.size == 0) return "size: band " + b.label + " does not follow the previous one";
+    cursor = b.offset + b.size;
+  }
+  if (cursor != f.file_size) return "size: bands end at " + std::to_string(cursor);
+  (void)ByteMapSvg(f, {});
+  return "";
+}
+
 // `accepted` (optional) tells whether the reader accepted the input.
 inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
   auto pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
@@ -48,6 +66,10 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
   // verifier accepted, valid or not.
   if (pte->program() != nullptr) pte->CheckExternalKeys({});
   if (!pte->ok()) return "";
+  {
+    SizeReport sr = AnalyzeSize(*pte, {});
+    if (std::string p = CheckSizeBreakdown(sr.pte); !p.empty()) return p;
+  }
 
   nlohmann::json d = DescribePte(*pte, {});
   (void)d.dump();
@@ -75,6 +97,7 @@ inline std::string CheckPtdBytes(const uint8_t* data, size_t size, bool* accepte
   auto ptd = PtdFile::FromBytes(Bytes::View(data, size), "fuzz.ptd");
   if (accepted) *accepted = ptd->ok();
   if (!ptd->ok()) return "";
+  if (std::string p = CheckSizeBreakdown(AnalyzePtdSize(*ptd)); !p.empty()) return p;
 
   nlohmann::json d = DescribePtd(*ptd);
   (void)d.dump();

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ptepack/error.h"
+#include "serialize/io/hash.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"

@@ -1,0 +1,115 @@
+// ptepack_micro_bench: the in-process parts of issue 16, with Google Benchmark.
+//
+//   BM_ProgramBuilderMeta   ProgramBuilder builds bench/gen_programs.py's `meta`
+//                           program (20,002 values, 5,000 instructions) and
+//                           lays it out to bytes in memory (LayoutPte + RenderPte):
+//                           the C++ counterpart of serialize_pte_binary.
+//   BM_PackFromSpec         PackageFromSpecJson + LayoutPte + RenderPte of a spec
+//                           (`ptepack pack` without the file write).
+//   BM_Repack               PteFile::Open + PackageFromPte + InferConfig +
+//                           LayoutPte + RenderPte (`ptepack repack` in memory).
+//
+// The last two read bench/gen_programs.py's output: set PTEPACK_BENCH_DIR to its
+// directory (scripts/bench.sh does); without it they are skipped with a message.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "config/backend_config.h"
+#include "serialize/model/package.h"
+#include "serialize/model/program_builder.h"
+#include "serialize/model/spec.h"
+#include "serialize/read/pte_reader.h"
+#include "serialize/read/restore.h"
+#include "serialize/write/infer_config.h"
+#include "serialize/write/pte_writer.h"
+
+namespace ptepack {
+namespace {
+
+// The `meta` program of bench/gen_programs.py (meta_plan), value for value.
+Package BuildMeta(int num_values = 20002, int num_instructions = 5000, int num_ops = 64) {
+  ProgramBuilder b;
+  auto& m = b.AddMethod("forward");
+  std::vector<int32_t> tensors;
+  for (int i = 0; i < num_values; ++i) {
+    if (i % 4 == 3) {
+      m.Int(i);
+    } else {
+      tensors.push_back(static_cast<int32_t>(m.Tensor({ScalarType::kFloat, {1, 64}, PlannedLocation{1, 256ull * i}})));
+    }
+  }
+  std::vector<uint32_t> ops;
+  for (int i = 0; i < num_ops; ++i) ops.push_back(m.Operator("aten::op" + std::to_string(i), "out"));
+  for (int k = 0; k < num_instructions; ++k) {
+    std::vector<int32_t> args;
+    for (int d = 0; d < 3; ++d) args.push_back(tensors[(k + d) % tensors.size()]);
+    args.push_back((4 * k % num_values) | 3);
+    m.KernelCall(ops[k % num_ops], args);
+  }
+  m.Inputs({0});
+  m.Outputs({tensors.back()});
+  m.PlannedBufferSizes({0, 256ll * num_values});
+  m.ContainerMeta("T1#1($)", "$");
+  return b.Build();
+}
+
+void BM_ProgramBuilderMeta(benchmark::State& state) {
+  BackendConfig cfg;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    Package pkg = BuildMeta();
+    std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, cfg));
+    bytes = out.size();
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["file_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_ProgramBuilderMeta)->Unit(benchmark::kMillisecond);
+
+std::string BenchFile(benchmark::State& state, const std::string& rel) {
+  const char* dir = std::getenv("PTEPACK_BENCH_DIR");
+  if (!dir) {
+    state.SkipWithError("set PTEPACK_BENCH_DIR to the output of bench/gen_programs.py");
+    return "";
+  }
+  return std::string(dir) + "/" + rel;
+}
+
+void BM_PackFromSpec(benchmark::State& state) {
+  std::string path = BenchFile(state, "meta/spec.json");
+  if (path.empty()) return;
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  const std::string base = path.substr(0, path.find_last_of('/'));
+  BackendConfig cfg;
+  for (auto _ : state) {
+    Package pkg = PackageFromSpecJson(text, base);
+    std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, cfg));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_PackFromSpec)->Unit(benchmark::kMillisecond);
+
+void BM_Repack(benchmark::State& state) {
+  std::string path = BenchFile(state, "methods/out.pte");
+  if (path.empty()) return;
+  for (auto _ : state) {
+    auto pte = PteFile::Open(path);
+    Package pkg = PackageFromPte(*pte);
+    InferredConfig inf = InferConfig(*pte, pkg);
+    std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, inf.config));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_Repack)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace ptepack
+
+BENCHMARK_MAIN();

@@ -1,0 +1,72 @@
+// `ptepack diff`: a semantic diff of two programs.
+#include <iostream>
+#include <memory>
+
+#include "ptepack/error.h"
+#include "serialize/api/read_api.h"
+#include "serialize/insight/diff.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+#include "tools/commands.h"
+
+namespace ptepack::cli {
+namespace {
+
+struct DiffOptions {
+  std::string a, b;
+  std::vector<std::string> ptd_a, ptd_b;
+  bool json = false;
+};
+
+std::vector<std::unique_ptr<PtdFile>> OpenPtds(const std::vector<std::string>& paths) {
+  std::vector<std::unique_ptr<PtdFile>> out;
+  for (const auto& p : paths) out.push_back(PtdFile::Open(p));
+  return out;
+}
+
+std::vector<const PtdFile*> Ptrs(const std::vector<std::unique_ptr<PtdFile>>& v) {
+  std::vector<const PtdFile*> out;
+  for (const auto& p : v) out.push_back(p.get());
+  return out;
+}
+
+}  // namespace
+
+void RegisterDiff(CLI::App& app) {
+  auto o = std::make_shared<DiffOptions>();
+  auto* c = app.add_subcommand(
+      "diff",
+      "Compare two programs by content: inferred config and layout, methods added or removed, per method the "
+      "operators, instruction and value counts, inputs/outputs and planned memory; constants changed, moved or "
+      "the same (XXH3 of their bytes); delegates (backend, payload, compile specs); named data; sizes.\n"
+      "Exit status (as diff(1)): 0 the same content -- byte-identical, or \"layout only\" (the same program and "
+      "data stored with another alignment, flatbuffer order, or in another .ptd); 1 the content differs; "
+      "2 an error (unreadable or invalid input, usage).");
+  c->add_option("A", o->a, "The first program (.pte)")->required()->check(CLI::ExistingFile);
+  c->add_option("B", o->b, "The second program (.pte)")->required()->check(CLI::ExistingFile);
+  c->add_option("--ptd-a", o->ptd_a, "A .ptd file the first program is loaded with (repeatable)")
+      ->allow_extra_args(false)
+      ->check(CLI::ExistingFile);
+  c->add_option("--ptd-b", o->ptd_b, "A .ptd file the second program is loaded with (repeatable)")
+      ->allow_extra_args(false)
+      ->check(CLI::ExistingFile);
+  c->add_flag("--json", o->json, "Print machine-readable JSON instead of text");
+  c->callback([o]() {
+    for (const auto* f : {&o->a, &o->b}) {
+      if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with --ptd-a/--ptd-b beside its program");
+    }
+    auto a = PteFile::Open(o->a);
+    auto b = PteFile::Open(o->b);
+    auto pa = OpenPtds(o->ptd_a);
+    auto pb = OpenPtds(o->ptd_b);
+    DiffResult r = DiffPrograms(*a, Ptrs(pa), *b, Ptrs(pb));
+    if (o->json) {
+      std::cout << DiffJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    } else {
+      std::cout << EscapeControl(RenderDiffText(r), /*keep_newlines=*/true);
+    }
+    g_exit = r.verdict == DiffVerdict::kDifferent ? kInvalid : kOk;
+  });
+}
+
+}  // namespace ptepack::cli
