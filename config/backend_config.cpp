@@ -91,87 +91,112 @@ nlohmann::json ConfigToJson(const BackendConfig& c) {
   return j;
 }
 
-BackendConfig ConfigFromJson(const nlohmann::json& j) {
-  if (!j.is_object()) Bad("config", "must be a JSON object", j.type_name());
-  BackendConfig c;
-  auto get_bool = [&](const char* k, bool* out) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_boolean()) Bad(k, "must be true or false", j[k].dump());
-    *out = j[k].get<bool>();
-  };
-  auto get_u64 = [&](const char* k, uint64_t* out) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_number_unsigned()) Bad(k, "must be a non-negative integer", j[k].dump());
-    *out = j[k].get<uint64_t>();
-  };
-  auto get_opt = [&](const char* k, std::optional<uint64_t>* out) {
-    if (!j.contains(k) || j[k].is_null()) return;
-    uint64_t v = 0;
-    get_u64(k, &v);
-    *out = v;
-  };
-  static const char* kKnown[] = {"extract_delegate_segments",
-                                 "segment_alignment",
-                                 "constant_tensor_alignment",
-                                 "delegate_alignment",
-                                 "external_constants",
-                                 "external_mutable_weights",
-                                 "emit_mutable_buffer_names",
-                                 "emit_stacktrace",
-                                 "dynamic_memory_planning_mode",
-                                 "external_tag",
-                                 "ptd_segment_alignment",
-                                 "flatbuffer_order",
-                                 "inline_constants",
-                                 "legacy_extended_header"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : kKnown) known = known || it.key() == k;
-    if (!known) Bad(it.key(), "unknown config field", it.value().dump());
+namespace {
+
+// Typed reads of one config object's fields; a missing field keeps the default.
+class ConfigFields {
+ public:
+  explicit ConfigFields(const nlohmann::json& j) : j_(j) {}
+
+  void Bool(const char* k, bool* out) const {
+    if (!j_.contains(k)) return;
+    if (!j_[k].is_boolean()) Bad(k, "must be true or false", j_[k].dump());
+    *out = j_[k].get<bool>();
   }
-  get_bool("extract_delegate_segments", &c.extract_delegate_segments);
-  get_u64("segment_alignment", &c.segment_alignment);
-  get_opt("constant_tensor_alignment", &c.constant_tensor_alignment);
-  get_opt("delegate_alignment", &c.delegate_alignment);
-  if (j.contains("external_constants")) {
-    const auto& e = j["external_constants"];
+  void U64(const char* k, uint64_t* out) const {
+    if (!j_.contains(k)) return;
+    if (!j_[k].is_number_unsigned()) Bad(k, "must be a non-negative integer", j_[k].dump());
+    *out = j_[k].get<uint64_t>();
+  }
+  void OptionalU64(const char* k, std::optional<uint64_t>* out) const {
+    if (!j_.contains(k) || j_[k].is_null()) return;
+    uint64_t v = 0;
+    U64(k, &v);
+    *out = v;
+  }
+  // A string field, "" when absent or not a string.
+  std::string Text(const char* k) const { return j_.contains(k) && j_[k].is_string() ? j_[k].get<std::string>() : ""; }
+
+  void RejectUnknown() const {
+    static const char* kKnown[] = {"extract_delegate_segments",
+                                   "segment_alignment",
+                                   "constant_tensor_alignment",
+                                   "delegate_alignment",
+                                   "external_constants",
+                                   "external_mutable_weights",
+                                   "emit_mutable_buffer_names",
+                                   "emit_stacktrace",
+                                   "dynamic_memory_planning_mode",
+                                   "external_tag",
+                                   "ptd_segment_alignment",
+                                   "flatbuffer_order",
+                                   "inline_constants",
+                                   "legacy_extended_header"};
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool known = false;
+      for (const char* k : kKnown) known = known || it.key() == k;
+      if (!known) Bad(it.key(), "unknown config field", it.value().dump());
+    }
+  }
+
+  // external_constants: true, false, or a tag (every constant goes to "<tag>.ptd").
+  void ExternalConstants(BackendConfig& c) const {
+    if (!j_.contains("external_constants")) return;
+    const auto& e = j_["external_constants"];
     if (e.is_boolean()) {
       c.external_constants = e.get<bool>();
     } else if (e.is_string()) {
-      // A tag: every constant goes to "<tag>.ptd".
       c.external_constants = true;
       c.external_tag = e.get<std::string>();
     } else {
       Bad("external_constants", "must be true, false or a tag string", e.dump());
     }
   }
-  get_bool("external_mutable_weights", &c.external_mutable_weights);
-  get_bool("emit_mutable_buffer_names", &c.emit_mutable_buffer_names);
-  get_bool("emit_stacktrace", &c.emit_stacktrace);
-  if (j.contains("dynamic_memory_planning_mode")) {
-    std::string m =
-        j["dynamic_memory_planning_mode"].is_string() ? j["dynamic_memory_planning_mode"].get<std::string>() : "";
-    if (m == "UPPER_BOUND")
-      c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
-    else if (m == "SYMBOLIC")
-      c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
-    else
-      Bad("dynamic_memory_planning_mode", "must be \"UPPER_BOUND\" or \"SYMBOLIC\"",
-          j["dynamic_memory_planning_mode"].dump());
+
+  void Enums(BackendConfig& c) const {
+    if (j_.contains("dynamic_memory_planning_mode")) {
+      const std::string m = Text("dynamic_memory_planning_mode");
+      if (m == "UPPER_BOUND") {
+        c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
+      } else if (m == "SYMBOLIC") {
+        c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
+      } else {
+        Bad("dynamic_memory_planning_mode", "must be \"UPPER_BOUND\" or \"SYMBOLIC\"",
+            j_["dynamic_memory_planning_mode"].dump());
+      }
+    }
+    if (j_.contains("flatbuffer_order") && !ParseFlatbufferOrder(Text("flatbuffer_order"), &c.flatbuffer_order)) {
+      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\" or \"python\"", j_["flatbuffer_order"].dump());
+    }
   }
+
+ private:
+  const nlohmann::json& j_;
+};
+
+}  // namespace
+
+BackendConfig ConfigFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) Bad("config", "must be a JSON object", j.type_name());
+  const ConfigFields f(j);
+  f.RejectUnknown();
+  BackendConfig c;
+  f.Bool("extract_delegate_segments", &c.extract_delegate_segments);
+  f.U64("segment_alignment", &c.segment_alignment);
+  f.OptionalU64("constant_tensor_alignment", &c.constant_tensor_alignment);
+  f.OptionalU64("delegate_alignment", &c.delegate_alignment);
+  f.ExternalConstants(c);
+  f.Bool("external_mutable_weights", &c.external_mutable_weights);
+  f.Bool("emit_mutable_buffer_names", &c.emit_mutable_buffer_names);
+  f.Bool("emit_stacktrace", &c.emit_stacktrace);
   if (j.contains("external_tag")) {
     if (!j["external_tag"].is_string()) Bad("external_tag", "must be a string", j["external_tag"].dump());
     c.external_tag = j["external_tag"].get<std::string>();
   }
-  get_u64("ptd_segment_alignment", &c.ptd_segment_alignment);
-  if (j.contains("flatbuffer_order")) {
-    std::string o = j["flatbuffer_order"].is_string() ? j["flatbuffer_order"].get<std::string>() : "";
-    if (!ParseFlatbufferOrder(o, &c.flatbuffer_order)) {
-      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\" or \"python\"", j["flatbuffer_order"].dump());
-    }
-  }
-  get_bool("inline_constants", &c.inline_constants);
-  get_bool("legacy_extended_header", &c.legacy_extended_header);
+  f.U64("ptd_segment_alignment", &c.ptd_segment_alignment);
+  f.Enums(c);
+  f.Bool("inline_constants", &c.inline_constants);
+  f.Bool("legacy_extended_header", &c.legacy_extended_header);
   c.Validate();
   return c;
 }

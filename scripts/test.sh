@@ -26,7 +26,7 @@ if [ -z "$PY" ]; then
   echo "test.sh: SKIPPED the Python module tests: no python3 with pybind11 and pytest (Debian: python3-pybind11 python3-pytest)"
 else
   cmake -S . -B build-py -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_PYTHON=ON -DPTEPACK_BUILD_TESTS=OFF \
-    -DPTEPACK_BUILD_BENCH=OFF -DPYTHON_EXECUTABLE="$PY" >/dev/null
+    -DPTEPACK_BUILD_BENCH=OFF -DPython3_EXECUTABLE="$PY" >/dev/null
   cmake --build build-py -j"$(nproc)" --target ptepack_python ptepack
   PTEPACK_PYTHON_DIR="$PWD/build-py/python" PTEPACK_CLI="$PWD/build-py/ptepack" "$PY" -m pytest -q python/tests
 fi

@@ -128,12 +128,11 @@ void CompressMember(const std::string& path, AtomicFile& out, ZSTD_CCtx* cctx, B
 
 }  // namespace
 
-BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::string>& inputs, const BundleOptions& o) {
-  if (inputs.empty()) Fail("bad-arguments", out_path, "a bundle needs a .pte");
-  if (o.level < 1 || o.level > ZSTD_maxCLevel()) {
-    Fail("bad-arguments", out_path, "zstd level must be 1.." + std::to_string(ZSTD_maxCLevel()));
-  }
-  BundleInfo info;
+namespace {
+
+// The inputs as bundle members (a valid .pte first, then valid .ptd files
+// holding every external key); their total size.
+uint64_t CheckInputs(const std::vector<std::string>& inputs, BundleInfo& info) {
   std::set<std::string> names;
   uint64_t total = 0;
   std::unique_ptr<PteFile> program;
@@ -159,17 +158,19 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
   }
   // A bundle is the program with all its data: every external key must be
   // in one of the .ptd files that go in.
-  {
-    std::vector<const PtdFile*> ptrs;
-    for (const auto& p : data_files) ptrs.push_back(p.get());
-    program->CheckExternalKeys(ptrs);
-    for (Finding f : program->report().findings()) {
-      if (f.code != "dangling-external-key") continue;
-      f.message += data_files.empty() ? "; the program keeps tensors in a .ptd: add it after the .pte"
-                                      : "; add the .ptd that holds it after the .pte";
-      throw Error(std::move(f));
-    }
+  std::vector<const PtdFile*> ptrs;
+  for (const auto& p : data_files) ptrs.push_back(p.get());
+  program->CheckExternalKeys(ptrs);
+  for (Finding f : program->report().findings()) {
+    if (f.code != "dangling-external-key") continue;
+    f.message += data_files.empty() ? "; the program keeps tensors in a .ptd: add it after the .pte"
+                                    : "; add the .ptd that holds it after the .pte";
+    throw Error(std::move(f));
   }
+  return total;
+}
+
+std::unique_ptr<ZSTD_CCtx, CCtxDeleter> MakeCompressor(const BundleOptions& o, const std::string& out_path) {
   std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();
   CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, o.level), out_path, "level");
@@ -183,12 +184,11 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
     CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_enableLongDistanceMatching, 1), out_path, "long mode");
     CheckZstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_windowLog, kLongWindowLog), out_path, "window");
   }
-  AtomicFile out(out_path, AtomicFile::Options{inputs, false});
-  out.Write(kBundleMagic, 8);
-  uint64_t done = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    CompressMember(inputs[i], out, cctx.get(), &info.members[i], o, &done, total);
-  }
+  return cctx;
+}
+
+// The JSON index of the members, then the trailer that locates it.
+void WriteIndex(AtomicFile& out, const BundleInfo& info) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& m : info.members) {
     files.push_back({{"name", m.name},
@@ -206,6 +206,25 @@ BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::stri
   std::memcpy(trailer + 16, kBundleTrailerMagic, 8);
   out.Write(index.data(), index.size());
   out.Write(trailer, sizeof trailer);
+}
+
+}  // namespace
+
+BundleInfo CreateBundle(const std::string& out_path, const std::vector<std::string>& inputs, const BundleOptions& o) {
+  if (inputs.empty()) Fail("bad-arguments", out_path, "a bundle needs a .pte");
+  if (o.level < 1 || o.level > ZSTD_maxCLevel()) {
+    Fail("bad-arguments", out_path, "zstd level must be 1.." + std::to_string(ZSTD_maxCLevel()));
+  }
+  BundleInfo info;
+  const uint64_t total = CheckInputs(inputs, info);
+  auto cctx = MakeCompressor(o, out_path);
+  AtomicFile out(out_path, AtomicFile::Options{inputs, false});
+  out.Write(kBundleMagic, 8);
+  uint64_t done = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CompressMember(inputs[i], out, cctx.get(), &info.members[i], o, &done, total);
+  }
+  WriteIndex(out, info);
   info.size = out.offset();
   out.Commit();
   return info;
@@ -286,6 +305,87 @@ BundleInfo ReadBundle(const std::string& path) {
   return ReadIndex(fd.fd, path);
 }
 
+namespace {
+
+// Streams one member's zstd frame out of the bundle into `out`, checking its
+// size and checksum against the index.
+class MemberDecoder {
+ public:
+  MemberDecoder(int fd, const std::string& bundle, const ProgressFn& progress, uint64_t total)
+      : fd_(fd), bundle_(bundle), progress_(progress), total_(total), dctx_(ZSTD_createDCtx()) {
+    if (!dctx_) throw std::bad_alloc();
+    CheckZstd(ZSTD_DCtx_setParameter(dctx_.get(), ZSTD_d_windowLogMax, kLongWindowLog), bundle, "window limit");
+  }
+
+  void Decode(const BundleMember& m, AtomicFile& out) {
+    CheckZstd(ZSTD_DCtx_reset(dctx_.get(), ZSTD_reset_session_only), bundle_, "reset");
+    Xxh3Stream h;
+    uint64_t pos = 0, produced = 0;
+    size_t rc = 1;
+    auto emit = [&](const ZSTD_outBuffer& zout) {
+      produced += zout.pos;
+      if (produced > m.size) Fail("bad-bundle", bundle_, m.name + ": decompresses to more than its recorded size");
+      h.Update(obuf_.data(), zout.pos);
+      out.Write(obuf_.data(), zout.pos);
+    };
+    while (pos < m.compressed_size) {
+      size_t n =
+          ReadAt(fd_, ibuf_.data(), static_cast<size_t>(std::min<uint64_t>(ibuf_.size(), m.compressed_size - pos)),
+                 m.offset + pos, bundle_);
+      if (n == 0) Fail("bad-bundle", bundle_, m.name + ": compressed data truncated");
+      pos += n;
+      ZSTD_inBuffer zin{ibuf_.data(), n, 0};
+      while (zin.pos < zin.size) {
+        if (rc == 0) Fail("bad-bundle", bundle_, m.name + ": data after the end of its zstd frame");
+        ZSTD_outBuffer zout{obuf_.data(), obuf_.size(), 0};
+        rc = Step(m, &zout, &zin);
+        emit(zout);
+        done_ += zout.pos;
+        if (progress_) progress_(done_, total_);
+      }
+    }
+    // Flush what the decoder still holds once the input is consumed.
+    while (rc != 0) {
+      ZSTD_inBuffer zin{nullptr, 0, 0};
+      ZSTD_outBuffer zout{obuf_.data(), obuf_.size(), 0};
+      rc = Step(m, &zout, &zin);
+      if (zout.pos == 0 && rc != 0) Fail("bad-bundle", bundle_, m.name + ": zstd frame is truncated");
+      emit(zout);
+    }
+    Check(m, produced, h.Digest());
+  }
+
+ private:
+  size_t Step(const BundleMember& m, ZSTD_outBuffer* zout, ZSTD_inBuffer* zin) {
+    const size_t rc = ZSTD_decompressStream(dctx_.get(), zout, zin);
+    if (ZSTD_isError(rc)) Fail("bad-bundle", bundle_, m.name + ": " + ZSTD_getErrorName(rc));
+    return rc;
+  }
+
+  void Check(const BundleMember& m, uint64_t produced, uint64_t got) const {
+    if (produced != m.size) {
+      Fail("bad-bundle", bundle_,
+           m.name + ": decompressed " + std::to_string(produced) + " bytes, index says " + std::to_string(m.size));
+    }
+    if (got != m.xxh3) {
+      Fail("checksum-mismatch", bundle_,
+           m.name + ": decompressed data does not match its checksum (index " + HexDigest(m.xxh3) + ", data " +
+               HexDigest(got) + ")");
+    }
+  }
+
+  int fd_;
+  const std::string& bundle_;
+  const ProgressFn& progress_;
+  const uint64_t total_;
+  uint64_t done_ = 0;
+  std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx_;
+  std::vector<uint8_t> ibuf_ = std::vector<uint8_t>(ZSTD_DStreamInSize() * 8);
+  std::vector<uint8_t> obuf_ = std::vector<uint8_t>(ZSTD_DStreamOutSize() * 8);
+};
+
+}  // namespace
+
 std::vector<std::string> ExtractBundle(const std::string& bundle, const std::string& dir, bool overwrite,
                                        const ProgressFn& progress) {
   Fd fd(bundle);
@@ -293,7 +393,7 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) Fail("create-failed", dir, "cannot create output directory: " + ec.message());
-  uint64_t total = 0, done = 0;
+  uint64_t total = 0;
   for (const auto& m : info.members) {
     std::string p = dir + "/" + m.name;
     if (!overwrite && std::filesystem::exists(p)) {
@@ -301,14 +401,11 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
     }
     total += m.size;
   }
-  std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
-  if (!dctx) throw std::bad_alloc();
-  CheckZstd(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kLongWindowLog), bundle, "window limit");
+  MemberDecoder decoder(fd.fd, bundle, progress, total);
   WritingScope writing;
   StagedFiles staged;
   std::vector<std::unique_ptr<AtomicFile>> outs;
   std::vector<std::string> written;
-  std::vector<uint8_t> ibuf(ZSTD_DStreamInSize() * 8), obuf(ZSTD_DStreamOutSize() * 8);
   for (const auto& m : info.members) {
     const std::string p = dir + "/" + m.name;
     CheckOutputPath(p);
@@ -317,53 +414,7 @@ std::vector<std::string> ExtractBundle(const std::string& bundle, const std::str
     const std::string staged_name = StagedFiles::NameFor(p);
     outs.push_back(std::make_unique<AtomicFile>(staged_name, ao));
     staged.Add(staged_name, p);
-    AtomicFile& out = *outs.back();
-    CheckZstd(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only), bundle, "reset");
-    Xxh3Stream h;
-    uint64_t pos = 0, produced = 0;
-    size_t rc = 1;
-    while (pos < m.compressed_size) {
-      size_t n =
-          ReadAt(fd.fd, ibuf.data(), static_cast<size_t>(std::min<uint64_t>(ibuf.size(), m.compressed_size - pos)),
-                 m.offset + pos, bundle);
-      if (n == 0) Fail("bad-bundle", bundle, m.name + ": compressed data truncated");
-      pos += n;
-      ZSTD_inBuffer zin{ibuf.data(), n, 0};
-      while (zin.pos < zin.size) {
-        if (rc == 0) Fail("bad-bundle", bundle, m.name + ": data after the end of its zstd frame");
-        ZSTD_outBuffer zout{obuf.data(), obuf.size(), 0};
-        rc = ZSTD_decompressStream(dctx.get(), &zout, &zin);
-        if (ZSTD_isError(rc)) Fail("bad-bundle", bundle, m.name + ": " + ZSTD_getErrorName(rc));
-        produced += zout.pos;
-        if (produced > m.size) Fail("bad-bundle", bundle, m.name + ": decompresses to more than its recorded size");
-        h.Update(obuf.data(), zout.pos);
-        out.Write(obuf.data(), zout.pos);
-        done += zout.pos;
-        if (progress) progress(done, total);
-      }
-    }
-    // Flush what the decoder still holds once the input is consumed.
-    while (rc != 0) {
-      ZSTD_inBuffer zin{nullptr, 0, 0};
-      ZSTD_outBuffer zout{obuf.data(), obuf.size(), 0};
-      rc = ZSTD_decompressStream(dctx.get(), &zout, &zin);
-      if (ZSTD_isError(rc)) Fail("bad-bundle", bundle, m.name + ": " + ZSTD_getErrorName(rc));
-      if (zout.pos == 0 && rc != 0) Fail("bad-bundle", bundle, m.name + ": zstd frame is truncated");
-      produced += zout.pos;
-      if (produced > m.size) Fail("bad-bundle", bundle, m.name + ": decompresses to more than its recorded size");
-      h.Update(obuf.data(), zout.pos);
-      out.Write(obuf.data(), zout.pos);
-    }
-    if (produced != m.size) {
-      Fail("bad-bundle", bundle,
-           m.name + ": decompressed " + std::to_string(produced) + " bytes, index says " + std::to_string(m.size));
-    }
-    uint64_t got = h.Digest();
-    if (got != m.xxh3) {
-      Fail("checksum-mismatch", bundle,
-           m.name + ": decompressed data does not match its checksum (index " + HexDigest(m.xxh3) + ", data " +
-               HexDigest(got) + ")");
-    }
+    decoder.Decode(m, *outs.back());
     written.push_back(p);
   }
   // Every member is complete and checked: commit them under their staging

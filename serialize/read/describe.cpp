@@ -216,240 +216,290 @@ json FindingsJson(const std::vector<const Report*>& reports) {
   return a;
 }
 
-json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
-  json d;
-  d["file"] = pte.name();
-  d["format"] = "pte";
-  d["size"] = pte.file().size;
-  d["valid"] = pte.ok();
-  d["findings"] = ReportJson(pte.report());
-  json hdr;
-  if (pte.file().size >= 8) hdr["file_identifier"] = std::string(reinterpret_cast<const char*>(pte.file().data + 4), 4);
-  if (pte.header()) {
-    const auto& h = *pte.header();
-    hdr["extended_header"] = {{"magic", "eh00"},
-                              {"length", h.length},
-                              {"program_size", h.program_size},
-                              {"segment_base_offset", h.segment_base_offset}};
-    if (h.has_segment_data_size) hdr["extended_header"]["segment_data_size"] = h.segment_data_size;
-  } else {
-    hdr["extended_header"] = nullptr;
-  }
-  hdr["program_size"] = pte.program_size();
-  hdr["segment_base_offset"] = pte.segment_base_offset();
-  d["header"] = hdr;
-  const efb::Program* p = pte.program();
-  if (!p) return d;
-  d["version"] = p->version();
+namespace {
 
-  // Roles of segments.
-  std::map<size_t, std::string> role;
-  size_t nseg = pte.segments().size();
-  if (p->constant_segment() && p->constant_segment()->offsets() && p->constant_segment()->offsets()->size() > 0) {
-    role[p->constant_segment()->segment_index()] = "constants";
+// DescribePte's steps, in document order. Segment roles are filled in by the
+// steps that find a segment's user (constants, mutable data, named data,
+// delegates) and read by Segments().
+class PteDescriber {
+ public:
+  PteDescriber(const PteFile& pte, const std::vector<const PtdFile*>& ptds)
+      : pte_(pte), ptds_(ptds), nseg_(pte.segments().size()) {}
+
+  json Describe() {
+    Header();
+    p_ = pte_.program();
+    if (!p_) return d_;
+    d_["version"] = p_->version();
+    DataRoles();
+    for (const PtdFile* ptd : ptds_) {
+      for (const auto& e : ptd->entries()) ptd_keys_.insert(e.key);
+    }
+    json methods = json::array();
+    if (p_->execution_plan()) {
+      for (const auto* plan : *p_->execution_plan()) methods.push_back(Method(*plan));
+    }
+    d_["methods"] = methods;
+    Segments();
+    Constants();
+    d_["delegate_dedup_bytes_saved"] = DelegateDedupSaved();
+    NamedData();
+    d_["external_tensors"] = external_;
+    json pj = json::array();
+    for (const PtdFile* ptd : ptds_) pj.push_back(DescribePtd(*ptd));
+    d_["ptd_files"] = pj;
+    return d_;
   }
-  if (p->mutable_data_segments()) {
-    for (const auto* m : *p->mutable_data_segments()) role[m->segment_index()] = "mutable data";
+
+ private:
+  void Header() {
+    d_["file"] = pte_.name();
+    d_["format"] = "pte";
+    d_["size"] = pte_.file().size;
+    d_["valid"] = pte_.ok();
+    d_["findings"] = ReportJson(pte_.report());
+    json hdr;
+    if (pte_.file().size >= 8) {
+      hdr["file_identifier"] = std::string(reinterpret_cast<const char*>(pte_.file().data + 4), 4);
+    }
+    if (pte_.header()) {
+      const auto& h = *pte_.header();
+      hdr["extended_header"] = {{"magic", "eh00"},
+                                {"length", h.length},
+                                {"program_size", h.program_size},
+                                {"segment_base_offset", h.segment_base_offset}};
+      if (h.has_segment_data_size) hdr["extended_header"]["segment_data_size"] = h.segment_data_size;
+    } else {
+      hdr["extended_header"] = nullptr;
+    }
+    hdr["program_size"] = pte_.program_size();
+    hdr["segment_base_offset"] = pte_.segment_base_offset();
+    d_["header"] = hdr;
   }
-  if (p->named_data()) {
-    for (const auto* nd : *p->named_data()) {
+
+  // Roles of the segments holding constants, mutable data and named data.
+  void DataRoles() {
+    const auto* cseg = p_->constant_segment();
+    if (cseg && cseg->offsets() && cseg->offsets()->size() > 0) role_[cseg->segment_index()] = "constants";
+    if (p_->mutable_data_segments()) {
+      for (const auto* m : *p_->mutable_data_segments()) role_[m->segment_index()] = "mutable data";
+    }
+    if (!p_->named_data()) return;
+    for (const auto* nd : *p_->named_data()) {
       if (!nd->key()) continue;
       // One segment can hold the data of several keys: name them all.
-      auto& r = role[nd->segment_index()];
+      auto& r = role_[nd->segment_index()];
       const bool more = r.rfind("named data ", 0) == 0;
       r = (more ? r + ", \"" : "named data \"") + nd->key()->str() + "\"";
     }
   }
 
-  // Methods.
-  json methods = json::array();
-  std::map<uint32_t, std::pair<uint64_t, int>> buffer_refs;  // idx -> (nbytes, refs)
-  json external = json::array();
-  std::set<std::string> ptd_keys;
-  for (const PtdFile* ptd : ptds) {
-    for (const auto& e : ptd->entries()) ptd_keys.insert(e.key);
+  json Method(const efb::ExecutionPlan& plan) {
+    json m;
+    const std::string name = plan.name() ? plan.name()->str() : "";
+    m["name"] = name;
+    json ins = json::array(), outs = json::array();
+    if (plan.inputs()) {
+      for (int32_t i : *plan.inputs()) ins.push_back(ValueSummary(plan, i));
+    }
+    if (plan.outputs()) {
+      for (int32_t i : *plan.outputs()) outs.push_back(ValueSummary(plan, i));
+    }
+    m["inputs"] = ins;
+    m["outputs"] = outs;
+    m["num_values"] = plan.values() ? plan.values()->size() : 0;
+    size_t ninstr = 0;
+    bool has_stack = false;
+    if (plan.chains()) {
+      for (const auto* ch : *plan.chains()) {
+        ninstr += ch->instructions() ? ch->instructions()->size() : 0;
+        has_stack = has_stack || ch->stacktrace();
+      }
+    }
+    m["num_chains"] = plan.chains() ? plan.chains()->size() : 0;
+    m["num_instructions"] = ninstr;
+    m["stacktraces"] = has_stack;
+    json ops = json::array();
+    if (plan.operators()) {
+      for (const auto* op : *plan.operators()) {
+        std::string n = op->name() ? op->name()->str() : "";
+        if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
+        ops.push_back(n);
+      }
+    }
+    m["operators"] = ops;
+    json dels = json::array();
+    if (plan.delegates()) {
+      for (const auto* dl : *plan.delegates()) dels.push_back(Delegate(*dl));
+    }
+    m["delegates"] = dels;
+    json ncbs = json::array();
+    if (plan.non_const_buffer_sizes()) {
+      for (int64_t s : *plan.non_const_buffer_sizes()) ncbs.push_back(s);
+    }
+    m["non_const_buffer_sizes"] = ncbs;
+    m["mutable_buffer_names"] = TensorValues(plan, name);
+    m["stored_tensors"] = StoredTensorsJson(*p_, plan);
+    if (json r = ConstantReturns(plan); !r.is_null()) m["returns"] = r;
+    if (json st = StackTraceSample(plan); !st.is_null()) m["stacktrace_sample"] = st;
+    return m;
   }
-  if (p->execution_plan()) {
-    for (const auto* plan : *p->execution_plan()) {
-      json m;
-      std::string mname = plan->name() ? plan->name()->str() : "";
-      m["name"] = mname;
-      json ins = json::array(), outs = json::array();
-      if (plan->inputs()) {
-        for (int32_t i : *plan->inputs()) ins.push_back(ValueSummary(*plan, i));
+
+  json Delegate(const efb::BackendDelegate& dl) {
+    json dj;
+    dj["backend_id"] = dl.id() ? dl.id()->str() : "";
+    if (const auto* pr = dl.processed()) {
+      const bool seg = pr->location() == efb::DataLocation::SEGMENT;
+      dj["location"] = seg ? "segment" : "inline";
+      dj["index"] = pr->index();
+      if (seg && pr->index() < nseg_) {
+        const auto& s = pte_.segments()[pr->index()];
+        dj["file_offset"] = s.file_offset;
+        dj["size"] = s.size;
+        auto& r = role_[pr->index()];
+        if (r.empty()) r = "delegate " + dj["backend_id"].get<std::string>();
+      } else if (!seg && p_->backend_delegate_data() && pr->index() < p_->backend_delegate_data()->size()) {
+        const auto* data = p_->backend_delegate_data()->Get(pr->index())->data();
+        dj["size"] = data ? data->size() : 0;
+        if (data) dj["file_offset"] = static_cast<uint64_t>(data->data() - pte_.file().data);
       }
-      if (plan->outputs()) {
-        for (int32_t i : *plan->outputs()) outs.push_back(ValueSummary(*plan, i));
+    }
+    dj["compile_specs"] = dl.compile_specs() ? dl.compile_specs()->size() : 0;
+    dj["compile_spec_values"] = CompileSpecsJson(dl);
+    return dj;
+  }
+
+  // Walks the method's tensors: external ones go to external_tensors,
+  // constants are counted per buffer; returns the mutable buffers' names.
+  json TensorValues(const efb::ExecutionPlan& plan, const std::string& method) {
+    json mut_names = json::array();
+    if (!plan.values()) return mut_names;
+    for (uint32_t vi = 0; vi < plan.values()->size(); ++vi) {
+      const auto* v = plan.values()->Get(vi);
+      if (v->val_type() != efb::KernelTypes::Tensor) continue;
+      const auto* t = v->val_as_Tensor();
+      if (t == nullptr) continue;
+      const auto* eti = t->extra_tensor_info();
+      if (eti && eti->location() == efb::TensorDataLocation::EXTERNAL) {
+        std::string key = eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : "";
+        json e{{"key", key}, {"method", method}, {"value", vi}, {"mutable", t->allocation_info() != nullptr}};
+        if (!ptds_.empty()) e["found"] = ptd_keys_.count(key) > 0;
+        external_.push_back(e);
+        continue;
       }
-      m["inputs"] = ins;
-      m["outputs"] = outs;
-      m["num_values"] = plan->values() ? plan->values()->size() : 0;
-      size_t ninstr = 0;
-      bool has_stack = false;
-      if (plan->chains()) {
-        for (const auto* ch : *plan->chains()) {
-          ninstr += ch->instructions() ? ch->instructions()->size() : 0;
-          has_stack = has_stack || ch->stacktrace();
+      if (eti && eti->fully_qualified_name() && t->allocation_info()) {
+        mut_names.push_back(eti->fully_qualified_name()->str());
+      }
+      if (t->data_buffer_idx() > 0 && !t->allocation_info()) {
+        auto nb = TensorNbytes(*t);
+        auto& br = buffer_refs_[t->data_buffer_idx()];
+        br.first = std::max<uint64_t>(br.first, nb.value_or(0));
+        br.second++;
+      }
+    }
+    return mut_names;
+  }
+
+  void Segments() {
+    json segs = json::array();
+    for (size_t i = 0; i < nseg_; ++i) {
+      const auto& s = pte_.segments()[i];
+      segs.push_back({{"index", i},
+                      {"offset", s.offset},
+                      {"file_offset", s.file_offset},
+                      {"size", s.size},
+                      {"role", role_.count(i) ? role_[i] : "unreferenced"}});
+      // The largest power of two dividing the offset (none for offset 0); the
+      // alignment the file was written with is the inferred config's.
+      if (s.file_offset != 0) segs.back()["alignment"] = AlignmentOf(s.file_offset);
+    }
+    d_["segments"] = segs;
+  }
+
+  void Constants() {
+    json c;
+    const auto* cseg = p_->constant_segment();
+    const size_t noff = cseg && cseg->offsets() ? cseg->offsets()->size() : 0;
+    const size_t ncb = p_->constant_buffer() ? p_->constant_buffer()->size() : 0;
+    c["storage"] = noff > 0 ? "segment" : (ncb > 0 ? "inline (legacy constant_buffer)" : "none");
+    c["count"] = noff > 0 ? noff : ncb;
+    json bufs = json::array();
+    uint64_t total = 0, saved = 0;
+    int shared = 0;
+    for (const auto& [idx, ref] : buffer_refs_) {
+      json b{{"index", idx}, {"nbytes", ref.first}, {"tensors", ref.second}};
+      if (noff > 0 && idx < noff) {
+        uint64_t o = cseg->offsets()->Get(idx);
+        b["offset"] = o;
+        if (cseg->segment_index() < nseg_) {
+          uint64_t fo = pte_.segments()[cseg->segment_index()].file_offset + o;
+          b["file_offset"] = fo;
+          b["alignment"] = AlignmentOf(fo);
         }
       }
-      m["num_chains"] = plan->chains() ? plan->chains()->size() : 0;
-      m["num_instructions"] = ninstr;
-      m["stacktraces"] = has_stack;
-      json ops = json::array();
-      if (plan->operators()) {
-        for (const auto* op : *plan->operators()) {
-          std::string n = op->name() ? op->name()->str() : "";
-          if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-          ops.push_back(n);
-        }
+      total += ref.first;
+      if (ref.second > 1) {
+        saved += ref.first * static_cast<uint64_t>(ref.second - 1);
+        ++shared;
       }
-      m["operators"] = ops;
-      json dels = json::array();
-      if (plan->delegates()) {
+      bufs.push_back(b);
+    }
+    if (noff > 0 && cseg->segment_index() < nseg_) c["segment_index"] = cseg->segment_index();
+    c["bytes"] = total;
+    c["buffers"] = bufs;
+    c["shared_buffers"] = shared;
+    // Tensors sharing one stored copy: what storing them separately would have cost.
+    c["dedup_bytes_saved"] = saved;
+    d_["constants"] = c;
+  }
+
+  // Delegate blobs shared between delegates: what storing them separately
+  // would have cost.
+  uint64_t DelegateDedupSaved() const {
+    std::map<uint32_t, int> seg_users;
+    if (p_->execution_plan()) {
+      for (const auto* plan : *p_->execution_plan()) {
+        if (!plan->delegates()) continue;
         for (const auto* dl : *plan->delegates()) {
-          json dj;
-          dj["backend_id"] = dl->id() ? dl->id()->str() : "";
-          if (const auto* pr = dl->processed()) {
-            bool seg = pr->location() == efb::DataLocation::SEGMENT;
-            dj["location"] = seg ? "segment" : "inline";
-            dj["index"] = pr->index();
-            if (seg && pr->index() < nseg) {
-              const auto& s = pte.segments()[pr->index()];
-              dj["file_offset"] = s.file_offset;
-              dj["size"] = s.size;
-              auto& r = role[pr->index()];
-              if (r.empty()) r = "delegate " + dj["backend_id"].get<std::string>();
-            } else if (!seg && p->backend_delegate_data() && pr->index() < p->backend_delegate_data()->size()) {
-              const auto* data = p->backend_delegate_data()->Get(pr->index())->data();
-              dj["size"] = data ? data->size() : 0;
-              if (data) dj["file_offset"] = static_cast<uint64_t>(data->data() - pte.file().data);
-            }
-          }
-          dj["compile_specs"] = dl->compile_specs() ? dl->compile_specs()->size() : 0;
-          dj["compile_spec_values"] = CompileSpecsJson(*dl);
-          dels.push_back(dj);
+          if (dl->processed() && dl->processed()->location() == efb::DataLocation::SEGMENT)
+            seg_users[dl->processed()->index()]++;
         }
       }
-      m["delegates"] = dels;
-      json ncbs = json::array();
-      if (plan->non_const_buffer_sizes()) {
-        for (int64_t s : *plan->non_const_buffer_sizes()) ncbs.push_back(s);
-      }
-      m["non_const_buffer_sizes"] = ncbs;
-      json mut_names = json::array();
-      if (plan->values()) {
-        for (uint32_t vi = 0; vi < plan->values()->size(); ++vi) {
-          const auto* v = plan->values()->Get(vi);
-          if (v->val_type() != efb::KernelTypes::Tensor) continue;
-          const auto* t = v->val_as_Tensor();
-          if (t == nullptr) continue;
-          const auto* eti = t->extra_tensor_info();
-          if (eti && eti->location() == efb::TensorDataLocation::EXTERNAL) {
-            std::string key = eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : "";
-            json e{{"key", key}, {"method", mname}, {"value", vi}, {"mutable", t->allocation_info() != nullptr}};
-            if (!ptds.empty()) e["found"] = ptd_keys.count(key) > 0;
-            external.push_back(e);
-            continue;
-          }
-          if (eti && eti->fully_qualified_name() && t->allocation_info())
-            mut_names.push_back(eti->fully_qualified_name()->str());
-          if (t->data_buffer_idx() > 0 && !t->allocation_info()) {
-            auto nb = TensorNbytes(*t);
-            auto& br = buffer_refs[t->data_buffer_idx()];
-            br.first = std::max<uint64_t>(br.first, nb.value_or(0));
-            br.second++;
-          }
-        }
-      }
-      m["mutable_buffer_names"] = mut_names;
-      m["stored_tensors"] = StoredTensorsJson(*p, *plan);
-      if (json r = ConstantReturns(*plan); !r.is_null()) m["returns"] = r;
-      if (json st = StackTraceSample(*plan); !st.is_null()) m["stacktrace_sample"] = st;
-      methods.push_back(m);
     }
+    uint64_t saved = 0;
+    for (const auto& [si, n] : seg_users) {
+      if (n > 1 && si < nseg_) saved += pte_.segments()[si].size * static_cast<uint64_t>(n - 1);
+    }
+    return saved;
   }
-  d["methods"] = methods;
 
-  json segs = json::array();
-  for (size_t i = 0; i < nseg; ++i) {
-    const auto& s = pte.segments()[i];
-    segs.push_back({{"index", i},
-                    {"offset", s.offset},
-                    {"file_offset", s.file_offset},
-                    {"size", s.size},
-                    {"role", role.count(i) ? role[i] : "unreferenced"}});
-    // The largest power of two dividing the offset (none for offset 0); the
-    // alignment the file was written with is the inferred config's.
-    if (s.file_offset != 0) segs.back()["alignment"] = AlignmentOf(s.file_offset);
-  }
-  d["segments"] = segs;
-
-  json c;
-  const auto* cseg = p->constant_segment();
-  size_t noff = cseg && cseg->offsets() ? cseg->offsets()->size() : 0;
-  size_t ncb = p->constant_buffer() ? p->constant_buffer()->size() : 0;
-  c["storage"] = noff > 0 ? "segment" : (ncb > 0 ? "inline (legacy constant_buffer)" : "none");
-  c["count"] = noff > 0 ? noff : ncb;
-  json bufs = json::array();
-  uint64_t total = 0, saved = 0;
-  int shared = 0;
-  for (const auto& [idx, ref] : buffer_refs) {
-    json b{{"index", idx}, {"nbytes", ref.first}, {"tensors", ref.second}};
-    if (noff > 0 && idx < noff) {
-      uint64_t o = cseg->offsets()->Get(idx);
-      b["offset"] = o;
-      if (cseg->segment_index() < nseg) {
-        uint64_t fo = pte.segments()[cseg->segment_index()].file_offset + o;
-        b["file_offset"] = fo;
-        b["alignment"] = AlignmentOf(fo);
+  void NamedData() {
+    json nd = json::array();
+    if (p_->named_data()) {
+      for (const auto* e : *p_->named_data()) {
+        json j{{"key", e->key() ? e->key()->str() : ""}, {"segment", e->segment_index()}};
+        if (e->segment_index() < nseg_) j["size"] = pte_.segments()[e->segment_index()].size;
+        nd.push_back(j);
       }
     }
-    total += ref.first;
-    if (ref.second > 1) {
-      saved += ref.first * static_cast<uint64_t>(ref.second - 1);
-      ++shared;
-    }
-    bufs.push_back(b);
+    d_["named_data"] = nd;
   }
-  if (noff > 0 && cseg->segment_index() < nseg) c["segment_index"] = cseg->segment_index();
-  c["bytes"] = total;
-  c["buffers"] = bufs;
-  c["shared_buffers"] = shared;
-  // Tensors sharing one stored copy: what storing them separately would have cost.
-  c["dedup_bytes_saved"] = saved;
-  d["constants"] = c;
 
-  // Delegate blobs shared between delegates.
-  std::map<uint32_t, int> seg_users;
-  if (p->execution_plan()) {
-    for (const auto* plan : *p->execution_plan()) {
-      if (!plan->delegates()) continue;
-      for (const auto* dl : *plan->delegates()) {
-        if (dl->processed() && dl->processed()->location() == efb::DataLocation::SEGMENT)
-          seg_users[dl->processed()->index()]++;
-      }
-    }
-  }
-  uint64_t dsaved = 0;
-  for (const auto& [si, n] : seg_users) {
-    if (n > 1 && si < nseg) dsaved += pte.segments()[si].size * static_cast<uint64_t>(n - 1);
-  }
-  d["delegate_dedup_bytes_saved"] = dsaved;
+  const PteFile& pte_;
+  const std::vector<const PtdFile*>& ptds_;
+  const size_t nseg_;
+  const efb::Program* p_ = nullptr;
+  json d_;
+  std::map<size_t, std::string> role_;
+  std::map<uint32_t, std::pair<uint64_t, int>> buffer_refs_;  // idx -> (nbytes, refs)
+  json external_ = json::array();
+  std::set<std::string> ptd_keys_;
+};
 
-  json nd = json::array();
-  if (p->named_data()) {
-    for (const auto* e : *p->named_data()) {
-      json j{{"key", e->key() ? e->key()->str() : ""}, {"segment", e->segment_index()}};
-      if (e->segment_index() < nseg) j["size"] = pte.segments()[e->segment_index()].size;
-      nd.push_back(j);
-    }
-  }
-  d["named_data"] = nd;
-  d["external_tensors"] = external;
-  json pj = json::array();
-  for (const PtdFile* ptd : ptds) pj.push_back(DescribePtd(*ptd));
-  d["ptd_files"] = pj;
-  return d;
+}  // namespace
+
+json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+  return PteDescriber(pte, ptds).Describe();
 }
 
 namespace {
@@ -649,8 +699,9 @@ void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
 
 }  // namespace
 
-std::string RenderPteText(const json& d) {
-  std::ostringstream o;
+namespace {
+
+void RenderPteHeaderText(std::ostringstream& o, const json& d) {
   o << d["file"].get<std::string>() << ": ExecuTorch program, " << Human(d["size"].get<uint64_t>()) << " ("
     << d["size"].get<uint64_t>() << " bytes), " << (d["valid"].get<bool>() ? "valid" : "INVALID") << "\n";
   if (!d["findings"].empty()) {
@@ -668,23 +719,23 @@ std::string RenderPteText(const json& d) {
     if (e.contains("segment_data_size")) o << ", segment data size " << e["segment_data_size"].get<uint64_t>();
     o << "\n";
   }
-  if (!d.contains("methods")) return o.str();
-  o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
-  if (d.contains("config")) {
-    const auto& cfg = d["config"];
-    if (cfg.contains("segment_alignment")) {
-      auto opt = [](const nlohmann::json& v) { return v.is_null() ? std::string("default") : v.dump(); };
-      o << "written with: segment alignment " << cfg["segment_alignment"].get<uint64_t>()
-        << ", constant tensor alignment " << opt(cfg["constant_tensor_alignment"]) << ", delegate alignment "
-        << opt(cfg["delegate_alignment"]) << ", delegate segments "
-        << (cfg["extract_delegate_segments"].get<bool>() ? "extracted" : "inline") << ", flatbuffer order "
-        << cfg["flatbuffer_order"].get<std::string>()
-        << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
-    } else {
-      o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
-    }
+}
+
+void RenderConfigText(std::ostringstream& o, const json& cfg) {
+  if (cfg.contains("segment_alignment")) {
+    auto opt = [](const nlohmann::json& v) { return v.is_null() ? std::string("default") : v.dump(); };
+    o << "written with: segment alignment " << cfg["segment_alignment"].get<uint64_t>()
+      << ", constant tensor alignment " << opt(cfg["constant_tensor_alignment"]) << ", delegate alignment "
+      << opt(cfg["delegate_alignment"]) << ", delegate segments "
+      << (cfg["extract_delegate_segments"].get<bool>() ? "extracted" : "inline") << ", flatbuffer order "
+      << cfg["flatbuffer_order"].get<std::string>()
+      << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
+  } else {
+    o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
   }
-  for (const auto& m : d["methods"]) RenderMethodText(o, m, d.value("list_tensors", false));
+}
+
+void RenderSegmentsText(std::ostringstream& o, const json& d) {
   o << "segments (" << d["segments"].size() << "):\n";
   for (const auto& s : d["segments"]) {
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
@@ -695,6 +746,9 @@ std::string RenderPteText(const json& d) {
     }
     o << ": " << s["role"].get<std::string>() << "\n";
   }
+}
+
+void RenderConstantsText(std::ostringstream& o, const json& d) {
   const auto& c = d["constants"];
   o << "constants: " << c["storage"].get<std::string>() << ", " << c["count"].get<uint64_t>() << " buffer(s), "
     << Human(c["bytes"].get<uint64_t>()) << " used by tensors";
@@ -716,6 +770,9 @@ std::string RenderPteText(const json& d) {
     o << "delegate blobs shared between delegates saved " << Human(d["delegate_dedup_bytes_saved"].get<uint64_t>())
       << "\n";
   }
+}
+
+void RenderKeysText(std::ostringstream& o, const json& d) {
   if (!d["named_data"].empty()) {
     o << "named data (" << d["named_data"].size() << "):\n";
     for (const auto& n : d["named_data"]) {
@@ -733,6 +790,20 @@ std::string RenderPteText(const json& d) {
       o << "\n";
     }
   }
+}
+
+}  // namespace
+
+std::string RenderPteText(const json& d) {
+  std::ostringstream o;
+  RenderPteHeaderText(o, d);
+  if (!d.contains("methods")) return o.str();
+  o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
+  if (d.contains("config")) RenderConfigText(o, d["config"]);
+  for (const auto& m : d["methods"]) RenderMethodText(o, m, d.value("list_tensors", false));
+  RenderSegmentsText(o, d);
+  RenderConstantsText(o, d);
+  RenderKeysText(o, d);
   for (const auto& p : d["ptd_files"]) o << RenderPtdText(p);
   return o.str();
 }

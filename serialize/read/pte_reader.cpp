@@ -148,82 +148,14 @@ std::optional<uint64_t> FindMisalignedVector(const efb::Program& p, const uint8_
 
 void PteFile::Parse(const ReadOptions& opts) {
   const uint64_t size = file_.size;
-  const uint8_t* d = file_.data;
   if (size < 8) {
     report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0, ">= 8 bytes",
                   std::to_string(size) + " bytes");
     return;
   }
-  std::string id(reinterpret_cast<const char*>(d + 4), 4);
-  if (id != kProgramId) {
-    auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-    if (id[0] == 'E' && id[1] == 'T' && alnum(id[2]) && alnum(id[3])) {
-      report_.Error("unsupported-version", "program schema version not supported by this reader", 4, "\"ET12\"",
-                    "\"" + id + "\"");
-    } else {
-      std::string hint;
-      if (id == kFlatTensorId) hint = " (this looks like a .ptd FlatTensor file)";
-      if (id.rfind("BP", 0) == 0) hint = " (this looks like a BundledProgram .bpte file)";
-      report_.Error("bad-magic", "not an ExecuTorch program: wrong file identifier" + hint, 4, "\"ET12\"",
-                    "bytes " + Hex(LoadU32(d + 4)));
-    }
-    return;
-  }
+  if (!CheckIdentifier()) return;
   program_size_ = size;
-  if (size >= 12 && std::memcmp(d + 8, kExtendedHeaderMagic, 4) == 0) {
-    if (size < 8 + kExtendedHeaderMinLength) {
-      report_.Error("truncated", "file ends inside the extended header", size,
-                    ">= " + std::to_string(8 + kExtendedHeaderMinLength) + " bytes", std::to_string(size) + " bytes");
-      return;
-    }
-    ExtendedHeader h;
-    h.length = LoadU32(d + 12);
-    if (h.length < kExtendedHeaderMinLength) {
-      report_.Error("header-length", "extended header length too small", 12,
-                    ">= " + std::to_string(kExtendedHeaderMinLength), std::to_string(h.length));
-      return;
-    }
-    if (8 + static_cast<uint64_t>(h.length) > size) {
-      report_.Error("header-length", "extended header length runs past the end of the file", 12,
-                    "<= " + std::to_string(size - 8), std::to_string(h.length));
-      return;
-    }
-    h.program_size = LoadU64(d + 16);
-    h.segment_base_offset = LoadU64(d + 24);
-    h.has_segment_data_size = h.length >= kExtendedHeaderLength;
-    h.segment_data_size = h.has_segment_data_size ? LoadU64(d + 32) : 0;
-    header_ = h;
-    if (h.program_size < 8 + static_cast<uint64_t>(h.length)) {
-      report_.Error("program-size", "program size smaller than the headers it contains", 16,
-                    ">= " + std::to_string(8 + h.length), std::to_string(h.program_size));
-      return;
-    }
-    if (h.program_size > size) {
-      report_.Error("program-size-past-eof", "program size runs past the end of the file", 16,
-                    "<= " + std::to_string(size), std::to_string(h.program_size));
-      return;
-    }
-    program_size_ = h.program_size;
-    segment_base_offset_ = h.segment_base_offset;
-    if (h.segment_base_offset != 0 && h.segment_base_offset < h.program_size) {
-      report_.Error("segment-base-overlaps-program", "segment base offset lies inside the program data", 24,
-                    ">= " + std::to_string(h.program_size), std::to_string(h.segment_base_offset));
-    }
-    if (h.segment_base_offset > size) {
-      report_.Error("segment-base-past-eof", "segment base offset is past the end of the file", 24,
-                    "<= " + std::to_string(size), std::to_string(h.segment_base_offset));
-    }
-    if (h.has_segment_data_size && h.segment_data_size > 0) {
-      if (h.segment_base_offset > UINT64_MAX - h.segment_data_size) {
-        report_.Error("segment-overflow", "segment base offset + segment data size overflows", 32, "a sum below 2^64",
-                      std::to_string(h.segment_base_offset) + " + " + std::to_string(h.segment_data_size));
-      } else if (h.segment_base_offset + h.segment_data_size > size) {
-        report_.Error("truncated", "file is shorter than the header's segment data says", size,
-                      std::to_string(h.segment_base_offset + h.segment_data_size) + " bytes",
-                      std::to_string(size) + " bytes");
-      }
-    }
-  }
+  if (size >= 12 && std::memcmp(file_.data + 8, kExtendedHeaderMagic, 4) == 0 && !ParseExtendedHeader()) return;
   if (program_size_ > FLATBUFFERS_MAX_BUFFER_SIZE) {
     report_.Error("flatbuffer-too-large", "program flatbuffer exceeds the FlatBuffers 2 GiB limit", 0, "< 2 GiB",
                   std::to_string(program_size_) + " bytes");
@@ -235,6 +167,94 @@ void PteFile::Parse(const ReadOptions& opts) {
     report_.Error("truncated", "file is shorter than the 64 bytes ExecuTorch reads before the program", size,
                   ">= " + std::to_string(kRuntimeHeadBytes) + " bytes", std::to_string(size) + " bytes");
   }
+  if (!VerifyProgram(opts)) return;
+  segments_ = CheckProgramTables(Where{report_, file_}, ProgramFrame{*program_, header_, segment_base_offset_}, opts);
+}
+
+bool PteFile::CheckIdentifier() {
+  const std::string id(reinterpret_cast<const char*>(file_.data + 4), 4);
+  if (id == kProgramId) return true;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (id[0] == 'E' && id[1] == 'T' && alnum(id[2]) && alnum(id[3])) {
+    report_.Error("unsupported-version", "program schema version not supported by this reader", 4, "\"ET12\"",
+                  "\"" + id + "\"");
+    return false;
+  }
+  std::string hint;
+  if (id == kFlatTensorId) hint = " (this looks like a .ptd FlatTensor file)";
+  if (id.rfind("BP", 0) == 0) hint = " (this looks like a BundledProgram .bpte file)";
+  report_.Error("bad-magic", "not an ExecuTorch program: wrong file identifier" + hint, 4, "\"ET12\"",
+                "bytes " + Hex(LoadU32(file_.data + 4)));
+  return false;
+}
+
+// The "eh00" extended header after the root offset and identifier: sets
+// header_, program_size_ and segment_base_offset_.
+bool PteFile::ParseExtendedHeader() {
+  const uint64_t size = file_.size;
+  const uint8_t* d = file_.data;
+  if (size < 8 + kExtendedHeaderMinLength) {
+    report_.Error("truncated", "file ends inside the extended header", size,
+                  ">= " + std::to_string(8 + kExtendedHeaderMinLength) + " bytes", std::to_string(size) + " bytes");
+    return false;
+  }
+  ExtendedHeader h;
+  h.length = LoadU32(d + 12);
+  if (h.length < kExtendedHeaderMinLength) {
+    report_.Error("header-length", "extended header length too small", 12,
+                  ">= " + std::to_string(kExtendedHeaderMinLength), std::to_string(h.length));
+    return false;
+  }
+  if (8 + static_cast<uint64_t>(h.length) > size) {
+    report_.Error("header-length", "extended header length runs past the end of the file", 12,
+                  "<= " + std::to_string(size - 8), std::to_string(h.length));
+    return false;
+  }
+  h.program_size = LoadU64(d + 16);
+  h.segment_base_offset = LoadU64(d + 24);
+  h.has_segment_data_size = h.length >= kExtendedHeaderLength;
+  h.segment_data_size = h.has_segment_data_size ? LoadU64(d + 32) : 0;
+  header_ = h;
+  if (h.program_size < 8 + static_cast<uint64_t>(h.length)) {
+    report_.Error("program-size", "program size smaller than the headers it contains", 16,
+                  ">= " + std::to_string(8 + h.length), std::to_string(h.program_size));
+    return false;
+  }
+  if (h.program_size > size) {
+    report_.Error("program-size-past-eof", "program size runs past the end of the file", 16,
+                  "<= " + std::to_string(size), std::to_string(h.program_size));
+    return false;
+  }
+  program_size_ = h.program_size;
+  segment_base_offset_ = h.segment_base_offset;
+  CheckSegmentBase(h);
+  return true;
+}
+
+void PteFile::CheckSegmentBase(const ExtendedHeader& h) {
+  const uint64_t size = file_.size;
+  if (h.segment_base_offset != 0 && h.segment_base_offset < h.program_size) {
+    report_.Error("segment-base-overlaps-program", "segment base offset lies inside the program data", 24,
+                  ">= " + std::to_string(h.program_size), std::to_string(h.segment_base_offset));
+  }
+  if (h.segment_base_offset > size) {
+    report_.Error("segment-base-past-eof", "segment base offset is past the end of the file", 24,
+                  "<= " + std::to_string(size), std::to_string(h.segment_base_offset));
+  }
+  if (!h.has_segment_data_size || h.segment_data_size == 0) return;
+  if (h.segment_base_offset > UINT64_MAX - h.segment_data_size) {
+    report_.Error("segment-overflow", "segment base offset + segment data size overflows", 32, "a sum below 2^64",
+                  std::to_string(h.segment_base_offset) + " + " + std::to_string(h.segment_data_size));
+  } else if (h.segment_base_offset + h.segment_data_size > size) {
+    report_.Error("truncated", "file is shorter than the header's segment data says", size,
+                  std::to_string(h.segment_base_offset + h.segment_data_size) + " bytes",
+                  std::to_string(size) + " bytes");
+  }
+}
+
+// FlatBuffers' verifier plus the alignment of 8-byte vectors; sets program_.
+bool PteFile::VerifyProgram(const ReadOptions& opts) {
+  const uint8_t* d = file_.data;
   flatbuffers::Verifier::Options vo;
   vo.max_depth = opts.max_depth;
   vo.max_tables = opts.max_tables;
@@ -245,7 +265,7 @@ void PteFile::Parse(const ReadOptions& opts) {
                   "FlatBuffers verifier rejected the program (bad offsets, sizes, depth, "
                   "alignment or a truncated buffer)",
                   0, "a valid executorch_flatbuffer.Program", "verification failure");
-    return;
+    return false;
   }
   const efb::Program* program = efb::GetProgram(d);
   // The verifier checks only the 4-byte alignment of a vector's length, not
@@ -254,10 +274,10 @@ void PteFile::Parse(const ReadOptions& opts) {
   if (auto off = FindMisalignedVector(*program, d)) {
     report_.Error("flatbuffer-misaligned", "a vector of 8-byte values in the program is not 8-byte aligned", *off,
                   "multiple of 8", "alignment " + std::to_string(AlignmentOf(*off)));
-    return;
+    return false;
   }
   program_ = program;
-  segments_ = CheckProgramTables(Where{report_, file_}, ProgramFrame{*program_, header_, segment_base_offset_}, opts);
+  return true;
 }
 
 namespace {

@@ -77,7 +77,12 @@ class PteFile {
 
  private:
   PteFile() = default;
+  // Parse's steps; each returns false when reading cannot go on.
   void Parse(const ReadOptions& opts);
+  bool CheckIdentifier();
+  bool ParseExtendedHeader();
+  void CheckSegmentBase(const ExtendedHeader& h);
+  bool VerifyProgram(const ReadOptions& opts);
 
   std::string name_;
   Bytes file_;
