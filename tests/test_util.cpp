@@ -51,15 +51,17 @@ void RecordSkip(const std::string& why) { GTEST_SKIP() << why; }
 // One line at the end of a run: how many tests skipped, grouped by reason.
 class SkipSummary : public ::testing::EmptyTestEventListener {
  public:
+  void OnTestStart(const ::testing::TestInfo& t) override {
+    current_ = std::string(t.test_suite_name()) + "." + t.name();
+  }
+  // Called with GoogleTest's lock held: must not call back into UnitTest.
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (!r.skipped() || !InTest()) return;
-    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(t->test_suite_name()) + "." + t->name();
-    if (!tests_.insert(name).second) return;
+    if (!r.skipped() || current_.empty() || !tests_.insert(current_).second) return;
     std::string why = r.message();
     why = why.substr(0, why.find('\n'));
     ++reasons_[why];
   }
+  void OnTestEnd(const ::testing::TestInfo&) override { current_.clear(); }
   void OnTestProgramEnd(const ::testing::UnitTest&) override {
     if (tests_.empty()) return;
     std::string line = "ptepack tests: " + std::to_string(tests_.size()) + " skipped:";
@@ -73,6 +75,7 @@ class SkipSummary : public ::testing::EmptyTestEventListener {
   }
 
  private:
+  std::string current_;
   std::set<std::string> tests_;
   std::map<std::string, size_t> reasons_;
 };
