@@ -7,6 +7,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-dev
       python3 python3-flatbuffers python3-dev python3-pybind11 python3-pytest)
 PKGS+=(graphviz)  # `ptepack graph -o X.svg|X.html` runs Graphviz dot; its tests check dot accepts the DOT
 PKGS+=(chromium)  # headless rendering test of `ptepack map` (tests/map_test.cpp)
+PKGS+=(zsh groff-base)  # tests/cli_habits_test.cpp: `zsh -n` on the generated completion, groff renders the man page
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -37,7 +37,8 @@ json RunJson(const std::vector<std::string>& args, int want_exit = 0) {
 
 std::vector<std::string> AllFixtures() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(PTEPACK_FIXTURES_DIR)) {
+  if (!testing::HaveFixtures()) testing::SkipWithoutFixtures();
+  for (const auto& e : std::filesystem::directory_iterator(testing::FixturesDir())) {
     std::string ext = e.path().extension().string();
     if (ext == ".pte" || ext == ".ptd" || ext == ".bpte") out.push_back(e.path().filename().string());
   }

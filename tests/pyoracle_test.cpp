@@ -50,7 +50,11 @@ using testing::RunCli;
 using testing::TempDir;
 using testing::WriteFile;
 
-const std::string kOracles = std::string(PTEPACK_SOURCE_DIR) + "/../shared/oracles";
+// $PTEPACK_ORACLES_DIR when set, else the directory CMake was configured with.
+const std::string kOracles = [] {
+  const char* env = std::getenv("PTEPACK_ORACLES_DIR");
+  return std::string(env && *env ? env : PTEPACK_ORACLES_DIR);
+}();
 const std::string kScript = std::string(PTEPACK_SOURCE_DIR) + "/tests/oracle/py_serialize.py";
 const char* kPython = "/usr/bin/python3";
 
@@ -686,7 +690,8 @@ int Sh(const std::string& cmd) {
 // Why the oracle cannot run here, or "" when it can.
 std::string OracleMissing() {
   if (!Exists(kOracles + "/executorch/exir/_serialize/_program.py")) {
-    return "ExecuTorch's Python serializer not found at " + kOracles + " (../shared/oracles beside the checkout)";
+    return "ExecuTorch's Python serializer not found at " + kOracles +
+           " (PTEPACK_ORACLES_DIR, default ../shared/oracles beside the checkout)";
   }
   if (!Exists(kPython)) return std::string(kPython) + " not found";
   if (Sh(std::string(kPython) + " -c 'import flatbuffers' >/dev/null 2>&1") != 0) {

@@ -6,6 +6,15 @@
 
 namespace ptepack::testing {
 
+// The directory of real ExecuTorch files: $PTEPACK_FIXTURES_DIR when set, else the
+// directory CMake was configured with (PTEPACK_FIXTURES_DIR, default ../shared/fixtures/executorch).
+const std::string& FixturesDir();
+// True when FixturesDir() holds at least one .pte file.
+bool HaveFixtures();
+// Skips the running test (records a GoogleTest skip and unwinds out of the test body)
+// because the real ExecuTorch files are absent. Every test that needs them ends here.
+[[noreturn]] void SkipWithoutFixtures();
+// FixturesDir()/name. Inside a test, skips it (SkipWithoutFixtures) when there are no fixtures.
 std::string FixturePath(const std::string& name);
 std::vector<uint8_t> ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::vector<uint8_t>& data);
@@ -23,7 +32,8 @@ struct RunResult {
 // popen, stderr through a file.
 RunResult RunCli(const std::vector<std::string>& args);
 
-// Names of the .pte fixtures.
+// Names of the .pte fixtures (inside a test, skips it when there are none; outside a
+// test, e.g. while instantiating parameters, returns an empty list).
 std::vector<std::string> PteFixtures();
 
 }  // namespace ptepack::testing

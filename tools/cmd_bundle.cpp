@@ -60,14 +60,27 @@ void RegisterBundle(CLI::App& app) {
   b->require_subcommand(1);
 
   auto co = std::make_shared<BundleCreateOpts>();
-  auto* c = b->add_subcommand("create", "Write OUT.ptebundle from IN.pte and its .ptd files");
-  c->add_option("OUT", co->out, "Bundle to write")->required();
-  c->add_option("INPUTS", co->inputs, "The .pte first, then its .ptd files")->required()->check(CLI::ExistingFile);
+  auto* c = b->add_subcommand("create", "Write a .ptebundle (-o) from IN.pte and its .ptd files");
+  c->add_option("INPUTS", co->inputs, "The .pte first, then its .ptd files")->required();
+  c->add_option("-o,--output", co->out, "Bundle to write");
   c->add_option("--level", co->bo.level, "zstd compression level 1..22 (default 3; 20..22 need much more memory)");
   c->add_option("--threads", co->bo.threads, "zstd worker threads (default 0: compress in one thread)");
   c->add_flag("--long", co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
   c->add_flag("-q,--quiet", co->quiet, "No progress output");
   c->callback([co]() {
+    if (co->out.empty()) {
+      // The form of before -o: `bundle create OUT IN.pte [IN.ptd ...]`, still accepted.
+      if (co->inputs.size() < 2) throw Error("usage", "bundle create: no output: give it with -o OUT.ptebundle");
+      co->out = co->inputs.front();
+      co->inputs.erase(co->inputs.begin());
+      if (!co->quiet) {
+        std::cerr << "ptepack: note: `bundle create OUT IN...` is deprecated; use `bundle create IN... -o OUT`\n";
+      }
+    }
+    for (const auto& in : co->inputs) {
+      const std::string why = CLI::ExistingFile(in);
+      if (!why.empty()) throw Error("usage", "INPUTS: " + why);
+    }
     co->bo.progress = ProgressPrinter(co->quiet);
     BundleInfo info = CreateBundle(co->out, co->inputs, co->bo);
     std::printf("%s: %llu bytes, %zu file(s)\n", co->out.c_str(), static_cast<unsigned long long>(info.size),

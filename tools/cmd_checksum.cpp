@@ -18,6 +18,7 @@ namespace {
 struct ChecksumOpts {
   std::vector<std::string> files, ptds;
   bool json = false;
+  bool quiet = false;
   IntegrityOptions io;
 };
 
@@ -32,6 +33,7 @@ void RegisterChecksum(CLI::App& app) {
   c->add_option("FILE", o->files, ".pte and .ptd files")->required()->check(CLI::ExistingFile);
   c->add_option("--ptd", o->ptds, "More .ptd files (the same as giving them as FILE)")->check(CLI::ExistingFile);
   c->add_flag("--json", o->json, "Print JSON (the manifest's form)");
+  c->add_flag("-q,--quiet", o->quiet, "Print no checksums, only problems (for --manifest/--write-manifest)");
   c->add_option("--write-manifest", o->io.write_manifest, "Write the checksums to this JSON manifest");
   c->add_option("--manifest", o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment")
       ->check(CLI::ExistingFile);
@@ -71,11 +73,14 @@ void RegisterChecksum(CLI::App& app) {
       for (const Report* r : reports) {
         for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";
       }
-      for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
-      if (!o->io.write_manifest.empty() && !ir.files.empty()) {
+      if (!o->quiet) {
+        for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+      }
+      if (!o->io.write_manifest.empty() && !ir.files.empty() && !o->quiet) {
         std::cout << "manifest written: " << o->io.write_manifest << "\n";
       }
-      if (!o->io.manifest.empty() && ok) std::cout << "manifest " << o->io.manifest << ": all checksums match\n";
+      if (!o->io.manifest.empty() && ok && !o->quiet)
+        std::cout << "manifest " << o->io.manifest << ": all checksums match\n";
       if (!ok) std::cerr << "checksum: INVALID\n";
     }
     g_exit = ok ? kOk : kInvalid;

@@ -16,6 +16,7 @@ struct DiffOptions {
   std::string a, b;
   std::vector<std::string> ptd_a, ptd_b;
   bool json = false;
+  bool quiet = false;
 };
 
 std::vector<std::unique_ptr<PtdFile>> OpenPtds(const std::vector<std::string>& paths) {
@@ -51,6 +52,7 @@ void RegisterDiff(CLI::App& app) {
       ->allow_extra_args(false)
       ->check(CLI::ExistingFile);
   c->add_flag("--json", o->json, "Print machine-readable JSON instead of text");
+  c->add_flag("-q,--quiet", o->quiet, "Print nothing; the exit status says same (0) or different (1)");
   c->callback([o]() {
     for (const auto* f : {&o->a, &o->b}) {
       if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with --ptd-a/--ptd-b beside its program");
@@ -60,7 +62,9 @@ void RegisterDiff(CLI::App& app) {
     auto pa = OpenPtds(o->ptd_a);
     auto pb = OpenPtds(o->ptd_b);
     DiffResult r = DiffPrograms(*a, Ptrs(pa), *b, Ptrs(pb));
-    if (o->json) {
+    if (o->quiet) {
+      // exit status only, as cmp -s
+    } else if (o->json) {
       std::cout << DiffJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << EscapeControl(RenderDiffText(r), /*keep_newlines=*/true);

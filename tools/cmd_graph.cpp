@@ -13,6 +13,7 @@ namespace {
 
 struct GraphCliOptions {
   std::string file, out, method;
+  bool quiet = false;
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -33,6 +34,7 @@ void RegisterGraph(CLI::App& app) {
   c->add_option("FILE", o->file, "A .pte program")->required()->check(CLI::ExistingFile);
   c->add_option("--method", o->method, "Only this method (default: all)");
   c->add_option("-o,--output", o->out, "Output: .dot/.gv (DOT), .svg or .html (through Graphviz)");
+  c->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   c->callback([o]() {
     std::string format = "dot";
     if (EndsWith(o->out, ".svg")) {
@@ -54,7 +56,7 @@ void RegisterGraph(CLI::App& app) {
     AtomicFile f(o->out, AtomicFile::Options{{o->file}});
     f.Write(text.data(), text.size());
     f.Commit();
-    std::cerr << "wrote " << o->out << " (" << text.size() << " bytes)\n";
+    if (!o->quiet) std::cerr << "wrote " << o->out << " (" << text.size() << " bytes)\n";
   });
 }
 

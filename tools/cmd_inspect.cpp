@@ -37,51 +37,94 @@ void FilterDescription(nlohmann::json& d, const std::string& method, const std::
   }
 }
 
+struct InspectOpts {
+  Common common;
+  std::string method;
+  std::optional<std::string> tensor;
+};
+
+bool AllOk(const LoadedFiles& l) {
+  bool ok = l.pte ? l.pte->ok() : l.lone_ptd->ok();
+  for (const auto& p : l.ptds) ok = ok && p->ok();
+  return ok;
+}
+
+// One file: printed as text, or (json != null) returned as JSON; `stream` prints a lone
+// .ptd's JSON entry by entry instead (one file only).
+int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool stream) {
+  ReadOptions ro;
+  ro.segment_alignment = o.common.segment_alignment;
+  ro.tensor_alignment = o.common.tensor_alignment;
+  ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
+  LoadedFiles l = LoadInput(in, ro);
+  if (!l.pte && (stream || !json)) {  // a .ptd: streamed, one entry at a time
+    if (json) {
+      WritePtdJson(*l.lone_ptd, std::cout);
+    } else {
+      WritePtdText(*l.lone_ptd, [](const std::string& s) { std::cout << EscapeControl(s, /*keep_newlines=*/true); });
+    }
+    return AllOk(l) ? kOk : kInvalid;
+  }
+  nlohmann::json d = InspectDocument(l);
+  FilterDescription(d, o.method, o.tensor);
+  if (json) {
+    *json = std::move(d);
+  } else {
+    // Names come from the file: escape control characters (terminal escapes).
+    std::cout << EscapeControl(l.pte ? RenderPteText(d) : RenderPtdText(d), /*keep_newlines=*/true);
+  }
+  return AllOk(l) ? kOk : kInvalid;
+}
+
+// Several files: text with a `==> FILE <==` line before each; JSON {"files": [...], "valid"}.
+void Run(const CLI::App* c, const InspectOpts& o) {
+  const std::vector<Input> inputs = Inputs(c, o.common);
+  const bool one = inputs.size() == 1;
+  nlohmann::json files = nlohmann::json::array();
+  const int worst = ForEachInput(
+      inputs,
+      [&](const Input& in) {
+        if (one && o.common.json) {
+          nlohmann::json d;
+          int rc = InspectOne(in, o, &d, /*stream=*/true);
+          if (!d.is_null()) std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+          return rc;
+        }
+        if (o.common.json) {
+          nlohmann::json d;
+          int rc = InspectOne(in, o, &d, /*stream=*/false);
+          files.push_back({{"file", in.name()}, {"exit_code", rc}, {"description", std::move(d)}});
+          return rc;
+        }
+        if (!one) std::cout << (&in == &inputs.front() ? "" : "\n") << "==> " << EscapeControl(in.name()) << " <==\n";
+        return InspectOne(in, o, nullptr, /*stream=*/true);
+      },
+      [&](const Input& in, const Error& e) {
+        if (o.common.json) files.push_back(ErrorJson(in.name(), e));
+      });
+  g_exit = worst;
+  if (!one && o.common.json) {
+    nlohmann::json j = {{"files", files}, {"valid", worst == kOk}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+}
+
 }  // namespace
 
 void RegisterInspect(CLI::App& app) {
-  auto o = std::make_shared<Common>();
+  auto o = std::make_shared<InspectOpts>();
   auto* c = app.add_subcommand("inspect",
                                "Explain a file's layout: header fields, methods with inputs and outputs, "
                                "operators, delegates and where their data lives, segments, constants with "
                                "offsets and alignment, named data, external keys, mutable buffer names, "
-                               "stack traces. Problems found are listed too.");
-  AddCommon(c, *o);
-  auto method = std::make_shared<std::string>();
-  auto tensor = std::make_shared<std::optional<std::string>>();
-  c->add_option("--method", *method, "Show only this method");
-  c->add_option("--tensor", *tensor,
+                               "stack traces. Problems found are listed too. Several files are explained one "
+                               "after the other (exit code: the worst).");
+  AddCommon(c, o->common);
+  c->add_option("--method", o->method, "Show only this method");
+  c->add_option("--tensor", o->tensor,
                 "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
                 "(\"\" lists all): value index, dtype, shape, bytes, location");
-  c->callback([o, method, tensor]() {
-    ReadOptions ro;
-    ro.segment_alignment = o->segment_alignment;
-    ro.tensor_alignment = o->tensor_alignment;
-    ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
-    LoadedFiles l = LoadFiles(o->file, o->ptds, ro);
-    if (!l.pte) {  // a .ptd: streamed, one entry at a time
-      if (o->json) {
-        WritePtdJson(*l.lone_ptd, std::cout);
-      } else {
-        WritePtdText(*l.lone_ptd, [](const std::string& s) { std::cout << EscapeControl(s, /*keep_newlines=*/true); });
-      }
-      bool ok = l.lone_ptd->ok();
-      for (const auto& p : l.ptds) ok = ok && p->ok();
-      g_exit = ok ? kOk : kInvalid;
-      return;
-    }
-    nlohmann::json d = InspectDocument(l);
-    FilterDescription(d, *method, *tensor);
-    if (o->json) {
-      std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      // Names come from the file: escape control characters (terminal escapes).
-      std::cout << EscapeControl(l.pte ? RenderPteText(d) : RenderPtdText(d), /*keep_newlines=*/true);
-    }
-    bool ok = l.pte ? l.pte->ok() : l.lone_ptd->ok();
-    for (const auto& p : l.ptds) ok = ok && p->ok();
-    g_exit = ok ? kOk : kInvalid;
-  });
+  c->callback([c, o]() { Run(c, *o); });
 }
 
 }  // namespace ptepack::cli

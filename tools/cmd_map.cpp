@@ -15,6 +15,7 @@ void RegisterMap(CLI::App& app) {
   struct Options {
     std::string file, out;
     bool log = false;
+    bool quiet = false;
   };
   auto o = std::make_shared<Options>();
   auto* c = app.add_subcommand("map",
@@ -24,6 +25,7 @@ void RegisterMap(CLI::App& app) {
   c->add_option("FILE", o->file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", o->out, "Output file: NAME.svg or NAME.html")->required();
   c->add_flag("--log", o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
+  c->add_flag("-q,--quiet", o->quiet, "No summary");
   c->callback([o]() {
     const bool html = o->out.size() >= 5 && o->out.compare(o->out.size() - 5, 5, ".html") == 0;
     const bool svg = o->out.size() >= 4 && o->out.compare(o->out.size() - 4, 4, ".svg") == 0;
@@ -45,7 +47,7 @@ void RegisterMap(CLI::App& app) {
     AtomicFile out(o->out, ao);
     out.Write(doc.data(), doc.size());
     out.Commit();
-    std::cout << o->out << ": " << f.bands.size() << " bands\n";
+    if (!o->quiet) std::cout << o->out << ": " << f.bands.size() << " bands\n";
   });
 }
 

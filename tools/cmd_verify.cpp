@@ -1,97 +1,152 @@
-// `ptepack verify`: check a file as ExecuTorch's runtime would, and more.
+// `ptepack verify`: check files as ExecuTorch's runtime would, and more.
 #include <cstdlib>
 #include <iostream>
 
 #include "tools/read_common.h"
 
 namespace ptepack::cli {
+namespace {
+
+struct VerifyOpts {
+  Common common;
+  IntegrityOptions io;
+  bool checksum = false;
+  bool strict = false;
+  bool sums() const { return checksum || !io.write_manifest.empty() || !io.manifest.empty(); }
+};
+
+// " (program only: ...) (not checked: ...) with N warnings" after "FILE: OK".
+std::string OkNote(const Verdict& v) {
+  std::string note;
+  if (v.external_unchecked > 0) {
+    // Only the program was checked (repack would refuse it, naming the missing data).
+    note = " (program only: " + std::to_string(v.external_unchecked) +
+           " tensor(s) live in a .ptd data file that was not given; pass it with --ptd to check them)";
+  }
+  std::vector<std::string> others;  // the external tensors are said above
+  for (const auto& u : v.unchecked) {
+    if (u != "external tensors (no --ptd)") others.push_back(u);
+  }
+  if (!others.empty()) {
+    note += " (not checked: ";
+    for (size_t i = 0; i < others.size(); ++i) note += (i ? "; " : "") + others[i];
+    note += ")";
+  }
+  if (v.warnings > 0) note += " with " + std::to_string(v.warnings) + " warning" + (v.warnings > 1 ? "s" : "");
+  return note;
+}
+
+void PrintText(const std::string& file, const VerifyOpts& o, const Verdict& v, bool ok,
+               const std::vector<const Report*>& reports, const IntegrityResult& ir) {
+  for (const Report* r : reports) {
+    for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
+  }
+  for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+  if (o.sums() && ir.files.empty()) std::cerr << file << ": checksums skipped: the file is not valid\n";
+  if (!o.io.write_manifest.empty() && !ir.files.empty()) {
+    std::cout << "manifest written: " << o.io.write_manifest << "\n";
+  }
+  if (!o.io.manifest.empty() && !ir.files.empty() && ok && !o.common.quiet) {
+    std::cout << "manifest " << o.io.manifest << ": all checksums match\n";
+  }
+  if (!ok) {
+    std::cerr << file << ": INVALID" << (o.strict && v.warnings > 0 ? " (--strict: warnings fail)" : "") << "\n";
+  } else if (!o.common.quiet) {
+    std::cout << file << ": OK" << OkNote(v) << "\n";
+  }
+}
+
+// Judges one file; prints it as text, or returns its JSON in `json`.
+int VerifyOne(const Input& in, const VerifyOpts& o, nlohmann::json* json) {
+  ReadOptions ro;
+  ro.segment_alignment = o.common.segment_alignment;
+  ro.tensor_alignment = o.common.tensor_alignment;
+  ro.allow_legacy_ptd = o.common.allow_legacy_ptd;
+  LoadedFiles l = LoadInput(in, ro);
+  const Verdict verdict = Judge(l, o.strict);
+  std::vector<const Report*> reports = l.reports();
+  bool ok = verdict.ok;
+  IntegrityResult ir;
+  if (o.sums() && ok) {
+    std::vector<const PteFile*> ptes;
+    std::vector<const PtdFile*> ptds = l.ptd_ptrs();
+    if (l.pte) ptes.push_back(l.pte.get());
+    if (l.lone_ptd) ptds.insert(ptds.begin(), l.lone_ptd.get());
+    ir = RunIntegrity(ptes, ptds, o.io);
+    for (const auto& r : ir.reports) reports.push_back(&r);
+    ok = ir.ok();
+  }
+  if (json) {
+    nlohmann::json& j = *json;
+    j = VerdictJson(in.name(), verdict, o.strict, reports);
+    j["valid"] = ok;
+    if (!ir.files.empty()) j["checksums"] = ManifestJson(ir.files)["files"];
+    if (!o.io.write_manifest.empty() && !ir.files.empty()) j["manifest_written"] = o.io.write_manifest;
+  } else {
+    PrintText(in.name(), o, verdict, ok, reports, ir);
+  }
+  return ok ? kOk : kInvalid;
+}
+
+// Several files: each judged; JSON {"files": [...], "valid", "summary"}; exit = the worst.
+void Run(const CLI::App* c, const VerifyOpts& o) {
+  const std::vector<Input> inputs = Inputs(c, o.common);
+  if (inputs.size() > 1 && (!o.io.write_manifest.empty() || !o.io.manifest.empty())) {
+    throw Error("usage", "--write-manifest/--manifest take one FILE (use `ptepack checksum` for several)");
+  }
+  nlohmann::json files = nlohmann::json::array();
+  size_t counts[3] = {0, 0, 0};
+  const int worst = ForEachInput(
+      inputs,
+      [&](const Input& in) {
+        nlohmann::json j;
+        int rc = VerifyOne(in, o, o.common.json ? &j : nullptr);
+        if (o.common.json) files.push_back(std::move(j));
+        ++counts[rc];
+        return rc;
+      },
+      [&](const Input& in, const Error& e) {
+        ++counts[kFailed];
+        if (o.common.json) files.push_back(ErrorJson(in.name(), e));
+      });
+  g_exit = worst;
+  if (inputs.size() == 1) {
+    if (o.common.json) std::cout << files[0].dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  const std::string summary = std::to_string(inputs.size()) + " files: " + std::to_string(counts[kOk]) + " valid, " +
+                              std::to_string(counts[kInvalid]) + " invalid, " + std::to_string(counts[kFailed]) +
+                              " unreadable";
+  if (o.common.json) {
+    nlohmann::json j = {{"files", files}, {"valid", worst == kOk}, {"summary", summary}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (!o.common.quiet || worst != kOk) {
+    (worst == kOk ? std::cout : std::cerr) << "verify: " << summary << "\n";
+  }
+}
+
+}  // namespace
 
 void RegisterVerify(CLI::App& app) {
-  auto o = std::make_shared<Common>();
-  auto io = std::make_shared<IntegrityOptions>();
-  auto checksum = std::make_shared<bool>(false);
-  auto strict = std::make_shared<bool>(false);
+  auto o = std::make_shared<VerifyOpts>();
   auto* c = app.add_subcommand("verify",
-                               "Check a file: headers, FlatBuffers verifier, every segment, offset, size, "
-                               "alignment, index and string. Exits 0 if valid, 1 with the problems otherwise.");
-  AddCommon(c, *o);
-  c->add_flag("--strict", *strict,
+                               "Check files: headers, FlatBuffers verifier, every segment, offset, size, "
+                               "alignment, index and string. Exits 0 if all are valid, 1 if one is invalid, 2 if "
+                               "one cannot be read (the worst); several files are judged one by one.");
+  AddCommon(c, o->common);
+  c->add_flag("--strict", o->strict,
               "Warnings fail too (misaligned constants, deprecated constant_buffer, external tensors not "
               "checked for lack of a --ptd, ...)");
-  c->add_flag("--checksum", *checksum,
+  c->add_flag("--checksum", o->checksum,
               "Also compute XXH3-64 checksums of the program region, of each segment and of the padding "
               "(reads all data; without it verify only reads headers and flatbuffers)");
-  c->add_option("--write-manifest", io->write_manifest,
+  c->add_option("--write-manifest", o->io.write_manifest,
                 "Write the checksums to this JSON manifest (implies --checksum; only for valid files)");
-  c->add_option("--manifest", io->manifest,
+  c->add_option("--manifest", o->io.manifest,
                 "Compare the checksums with this manifest (implies --checksum); a difference is an error "
                 "naming the segment")
       ->check(CLI::ExistingFile);
-  c->callback([o, io, checksum, strict]() {
-    ReadOptions ro;
-    ro.segment_alignment = o->segment_alignment;
-    ro.tensor_alignment = o->tensor_alignment;
-    ro.allow_legacy_ptd = o->allow_legacy_ptd;
-    LoadedFiles l = LoadFiles(o->file, o->ptds, ro);
-    const Verdict verdict = Judge(l, *strict);
-    std::vector<const Report*> reports = l.reports();
-    bool ok = verdict.ok;
-    const size_t warnings = verdict.warnings;
-    const std::vector<std::string>& unchecked = verdict.unchecked;
-    const size_t external_unchecked = verdict.external_unchecked;
-    const bool sums = *checksum || !io->write_manifest.empty() || !io->manifest.empty();
-    IntegrityResult ir;
-    if (sums && ok) {
-      std::vector<const PteFile*> ptes;
-      std::vector<const PtdFile*> ptds = l.ptd_ptrs();
-      if (l.pte) ptes.push_back(l.pte.get());
-      if (l.lone_ptd) ptds.insert(ptds.begin(), l.lone_ptd.get());
-      ir = RunIntegrity(ptes, ptds, *io);
-      for (const auto& r : ir.reports) reports.push_back(&r);
-      ok = ir.ok();
-    }
-    if (o->json) {
-      nlohmann::json j = VerdictJson(o->file, verdict, *strict, reports);
-      j["valid"] = ok;
-      if (!ir.files.empty()) j["checksums"] = ManifestJson(ir.files)["files"];
-      if (!io->write_manifest.empty() && !ir.files.empty()) j["manifest_written"] = io->write_manifest;
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      for (const Report* r : reports) {
-        for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
-      }
-      for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
-      if (sums && ir.files.empty()) std::cerr << o->file << ": checksums skipped: the file is not valid\n";
-      if (!io->write_manifest.empty() && !ir.files.empty()) {
-        std::cout << "manifest written: " << io->write_manifest << "\n";
-      }
-      if (!io->manifest.empty() && !ir.files.empty() && ok) {
-        std::cout << "manifest " << io->manifest << ": all checksums match\n";
-      }
-      if (ok) {
-        std::string note;
-        if (external_unchecked > 0) {
-          // Only the program was checked (repack would refuse it, naming the missing data).
-          note = " (program only: " + std::to_string(external_unchecked) +
-                 " tensor(s) live in a .ptd data file that was not given; pass it with --ptd to check them)";
-        }
-        std::vector<std::string> others;  // the external tensors are said above
-        for (const auto& u : unchecked) {
-          if (u != "external tensors (no --ptd)") others.push_back(u);
-        }
-        if (!others.empty()) {
-          note += " (not checked: ";
-          for (size_t i = 0; i < others.size(); ++i) note += (i ? "; " : "") + others[i];
-          note += ")";
-        }
-        if (warnings > 0) note += " with " + std::to_string(warnings) + " warning" + (warnings > 1 ? "s" : "");
-        std::cout << o->file << ": OK" << note << "\n";
-      } else {
-        std::cerr << o->file << ": INVALID" << (*strict && warnings > 0 ? " (--strict: warnings fail)" : "") << "\n";
-      }
-    }
-    g_exit = ok ? kOk : kInvalid;
-  });
+  c->callback([c, o]() { Run(c, *o); });
 }
 
 }  // namespace ptepack::cli

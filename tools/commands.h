@@ -31,6 +31,10 @@ void RegisterDiff(CLI::App& app);
 void RegisterGraph(CLI::App& app);
 void RegisterSize(CLI::App& app);
 void RegisterMap(CLI::App& app);
+// Hidden: `ptepack completion bash|zsh`, generated from the parser (tools/cmd_completion.cpp).
+void RegisterCompletion(CLI::App& app);
+// The man page (roff), generated from the parser: `ptepack --man`.
+std::string ManPage(const CLI::App& app);
 
 // `s` with control characters (and DEL) shown as \xNN, so that names read
 // from a file cannot drive the user's terminal.

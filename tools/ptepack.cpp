@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
       "external data files (.ptd) natively, without Python.\n"
       "Exit status: 0 success; 1 the input is invalid or differs from a manifest; 2 usage, I/O or configuration error, "
       "or an output that would not be valid (nothing is written)."};
+  app.name("ptepack");  // usage lines say `ptepack CMD`, for `help CMD` and `CMD --help` alike
   ptepack::InstallInterruptHandlers();
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ptepack ") + PTEPACK_VERSION_STRING);
@@ -89,11 +90,19 @@ int main(int argc, char** argv) {
   RegisterGraph(app);
   RegisterSize(app);
   RegisterMap(app);
+  RegisterCompletion(app);
+  if (argc == 2 && std::string(argv[1]) == "--man") {  // hidden: the man page
+    std::cout << ManPage(app);
+    return kOk;
+  }
   // `ptepack help [CMD]`, and a mistyped subcommand named with a suggestion.
   if (argc >= 2 && argv[1][0] != '-') {
     std::string word = argv[1];
-    std::vector<std::string> names;
-    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    std::vector<std::string> names, shown;  // shown: not the hidden ones
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      if (!sub->get_group().empty()) shown.push_back(sub->get_name());
+    }
     if (word == "help") {
       if (argc == 2) {
         std::cout << app.help();
@@ -101,7 +110,7 @@ int main(int argc, char** argv) {
       }
       for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
         if (sub->get_name() == argv[2]) {
-          std::cout << sub->help();
+          std::cout << sub->help(app.get_name());
           return kOk;
         }
       }
@@ -110,14 +119,14 @@ int main(int argc, char** argv) {
     if (std::find(names.begin(), names.end(), word) == names.end()) {
       std::string best;
       size_t best_d = SIZE_MAX;
-      for (const auto& n : names) {
+      for (const auto& n : shown) {
         size_t d = EditDistance(word, n);
         if (d < best_d) best_d = d, best = n;
       }
       std::string msg = "unknown subcommand \"" + EscapeControl(word) + "\"";
       if (best_d <= 3) msg += "; did you mean \"" + best + "\"?";
       msg += " (commands:";
-      for (const auto& n : names) msg += " " + n;
+      for (const auto& n : shown) msg += " " + n;
       msg += "; `ptepack help CMD` for one)";
       std::cerr << "ptepack: " << msg << " [usage]\n";
       PrintJsonError(argc, argv, "usage", msg);

@@ -1,12 +1,47 @@
 #include "tools/read_common.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "serialize/format/pte_format.h"
+
 namespace ptepack::cli {
 
+namespace {
+
+// An existing file, or `-` (stdin).
+const CLI::Validator kFileOrStdin([](std::string& v) -> std::string { return v == "-" ? "" : CLI::ExistingFile(v); },
+                                  "FILE|-");
+
+Bytes ReadStdin() {
+  std::vector<uint8_t> data;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("io", std::string("<stdin>: cannot read: ") + std::strerror(errno));
+    if (n == 0) break;
+    data.insert(data.end(), buf, buf + n);
+  }
+  return Bytes::Own(std::move(data));
+}
+
+}  // namespace
+
 void AddCommon(CLI::App* c, Common& o) {
-  c->add_option("FILE", o.file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o.ptds, "External data file(s) the program refers to; checks every external key")
-      ->check(CLI::ExistingFile);
+  o.file_opt = c->add_option("FILE", o.files,
+                             "A .pte program (or a .ptd data file); several are judged one by one; `-` reads stdin")
+                   ->required()
+                   ->check(kFileOrStdin);
+  // One value per --ptd, so that `a.pte --ptd a.ptd b.pte` leaves b.pte a FILE.
+  o.ptd_opt = c->add_option("--ptd", o.ptds,
+                            "External data file the FILE before it refers to (repeatable); checks every external key")
+                  ->allow_extra_args(false)
+                  ->check(CLI::ExistingFile);
   c->add_flag("--json", o.json, "Print machine-readable JSON instead of text");
+  c->add_flag("-q,--quiet", o.quiet, "Print nothing on success (problems and errors are still printed)");
   // Alignments are powers of two, as ExecuTorch's config requires (0: no extra check).
   const CLI::Validator power_of_two(
       [](std::string& v) -> std::string {
@@ -23,6 +58,65 @@ void AddCommon(CLI::App* c, Common& o) {
   c->add_flag("--allow-legacy-ptd", o.allow_legacy_ptd,
               "Accept .ptd files in the FlatTensor layout of before June 2025 (older runtimes load them; "
               "current ones do not: `ptepack repack --upgrade-ptd` rewrites them)");
+}
+
+std::vector<Input> Inputs(const CLI::App* c, const Common& o) {
+  std::vector<Input> inputs;
+  std::vector<std::string> early;  // --ptd before any FILE
+  size_t fi = 0, pi = 0;
+  for (const CLI::Option* opt : c->parse_order()) {
+    if (opt == o.file_opt && fi < o.files.size()) {
+      inputs.push_back({o.files[fi++], {}});
+    } else if (opt == o.ptd_opt && pi < o.ptds.size()) {
+      (inputs.empty() ? early : inputs.back().ptds).push_back(o.ptds[pi++]);
+    }
+  }
+  for (; fi < o.files.size(); ++fi) inputs.push_back({o.files[fi], {}});
+  for (; pi < o.ptds.size(); ++pi) early.push_back(o.ptds[pi]);
+  if (!inputs.empty()) inputs.front().ptds.insert(inputs.front().ptds.begin(), early.begin(), early.end());
+  if (std::count_if(inputs.begin(), inputs.end(), [](const Input& i) { return i.file == "-"; }) > 1) {
+    throw Error("usage", "stdin (`-`) can be given only once");
+  }
+  return inputs;
+}
+
+LoadedFiles LoadInput(const Input& in, const ReadOptions& ro) {
+  if (in.file != "-") return LoadFiles(in.file, in.ptds, ro);
+  LoadedFiles l;
+  Bytes data = ReadStdin();
+  if (data.size >= 8 && std::memcmp(data.data + 4, kFlatTensorId, 4) == 0) {
+    l.lone_ptd = PtdFile::FromBytes(std::move(data), "<stdin>", ro);
+    return l;
+  }
+  l.pte = PteFile::FromBytes(std::move(data), "<stdin>", ro);
+  for (const auto& p : in.ptds) l.ptds.push_back(PtdFile::Open(p, ro));
+  if (!in.ptds.empty()) l.pte->CheckExternalKeys(l.ptd_ptrs());
+  return l;
+}
+
+int ForEachInput(const std::vector<Input>& inputs, const std::function<int(const Input&)>& judge,
+                 const std::function<void(const Input&, const Error&)>& on_error) {
+  int worst = kOk;
+  for (const Input& in : inputs) {
+    int rc = kFailed;
+    try {
+      rc = judge(in);
+    } catch (const Error& e) {
+      if (inputs.size() == 1) throw;  // one file: main reports it, as before
+      std::cerr << "ptepack: " << EscapeControl(e.what()) << "\n";
+      on_error(in, e);
+    }
+    worst = std::max(worst, rc);
+  }
+  return worst;
+}
+
+nlohmann::json ErrorJson(const std::string& file, const Error& e) {
+  const auto& f = e.finding();
+  nlohmann::json err = {{"code", f.code}, {"message", f.message}, {"exit_code", kFailed}};
+  if (!f.file.empty()) err["file"] = f.file;
+  if (f.offset) err["offset"] = *f.offset;
+  return {{"file", file}, {"error", err}};
 }
 
 }  // namespace ptepack::cli

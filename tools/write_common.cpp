@@ -1,5 +1,8 @@
 #include "tools/write_common.h"
 
+#include <cstdlib>
+#include <memory>
+
 namespace ptepack::cli {
 
 void AddOverrides(CLI::App* c, Overrides& o) {
@@ -67,8 +70,8 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
 
 void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place) {
   c->add_option("-o,--output", f.out,
-                in_place ? "Output .pte (.ptd files go next to it); with --in-place, default the input"
-                         : "Output .pte (.ptd files go next to it)");
+                in_place ? "Output .pte (.ptd files go next to it; `-` for stdout); with --in-place, default the input"
+                         : "Output .pte (.ptd files go next to it; `-` for stdout)");
   if (in_place) {
     c->add_flag("--in-place", f.in_place,
                 "Allow the output to replace an input file (keeps its mode); -o defaults to the input");
@@ -79,7 +82,24 @@ void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place) {
   c->add_flag("-q,--quiet", f.quiet, "No progress or summary on stderr");
 }
 
+StdoutStage::~StdoutStage() {
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+}
+
 void ResolveOutput(OutputFlags& f, const std::string& in) {
+  if (f.out == "-") {
+    if (f.in_place) throw Error("usage", "-o - (stdout) and --in-place exclude each other");
+    if (f.json) throw Error("usage", "-o - writes the program to stdout, so --json cannot print there too");
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/ptepack-stdout.XXXXXX";
+    if (!::mkdtemp(templ.data()))
+      throw Error("io", templ + ": cannot create a temporary directory: " + std::strerror(errno));
+    f.to_stdout = std::make_shared<StdoutStage>();
+    f.to_stdout->dir = templ;
+    f.out = templ + "/stdout.pte";
+    return;
+  }
   if (!f.out.empty()) return;
   if (f.in_place) {
     f.out = in;
@@ -111,6 +131,27 @@ WriteOptions MakeWriteOptions(const OutputFlags& f, const std::vector<std::strin
   return wo;
 }
 
+namespace {
+
+// `-o -`: the staged, verified program goes to stdout; the summary to stderr.
+void CopyToStdout(const WriteResult& r, const OutputFlags& f) {
+  if (!r.ptds.empty()) {
+    throw Error("usage", "-o - writes one file, but this program also has " + std::to_string(r.ptds.size()) +
+                             " .ptd file(s): give -o OUT.pte");
+  }
+  nlohmann::json j;
+  if (!CheckOutputs(r, /*quiet=*/true, &j))
+    throw Error("output-invalid", "the output does not verify; nothing written");
+  std::ifstream in(r.pte.path, std::ios::binary);
+  std::cout << in.rdbuf();
+  std::cout.flush();
+  if (!std::cout) throw Error("io", "stdout: write failed");
+  if (!f.quiet) std::cerr << "wrote - (" << r.pte.size << " bytes, " << r.num_segments << " segments); verified OK\n";
+  g_exit = kOk;
+}
+
+}  // namespace
+
 void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputFlags& f, nlohmann::json extra) {
   if (f.dry_run) {
     PrintDryRun(r, f.json);
@@ -118,6 +159,7 @@ void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputF
     return;
   }
   nlohmann::json j;
+  if (f.to_stdout) return CopyToStdout(r, f);
   bool ok = CheckOutputs(r, f.quiet, &j);
   j["config"] = ConfigToJson(cfg);
   j.update(extra);

@@ -41,15 +41,23 @@ void Apply(const Overrides& o, BackendConfig& c);
 // Re-reads what was written and fails loudly if it does not verify.
 bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out);
 
+// `-o -`: the program is written to a private temporary directory, verified, then copied to
+// stdout; the directory goes away with this object.
+struct StdoutStage {
+  std::string dir;
+  ~StdoutStage();
+};
+
 // Flags every writing command has.
 struct OutputFlags {
   std::string out;
   bool in_place = false, json = false, quiet = false, force = false, dry_run = false;
+  std::shared_ptr<StdoutStage> to_stdout;  // set by ResolveOutput for `-o -`
 };
 
 void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place);
 
-// -o, or the input with --in-place.
+// -o, or the input with --in-place; `-o -` stages the output for stdout (one file only).
 void ResolveOutput(OutputFlags& f, const std::string& in);
 
 void PrintDryRun(const WriteResult& r, bool json);

@@ -157,6 +157,11 @@ bool PtepackAccepts(const Mutant& m, uint64_t* planned) {
   return pte->ok() && ptd->ok();
 }
 
+#ifndef PTEPACK_RUNTIME_ORACLE
+// Not built (no oracle sources): the tests skip (PTEPACK_REQUIRE_RUNTIME_ORACLE) before running it.
+#define PTEPACK_RUNTIME_ORACLE ""
+#endif
+
 // The runtime's verdict: 0 loaded, 1 refused, anything else a crash.
 int RuntimeVerdict(const std::string& pte, const std::string& ptd) {
   std::vector<std::string> args = {PTEPACK_RUNTIME_ORACLE, pte};
