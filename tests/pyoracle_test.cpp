@@ -1087,6 +1087,7 @@ void ExpectInferred(const std::function<void(Twin&)>& build, const CaseConfig& c
   auto f = Open(pte);
   Package pkg = PackageFromPte(*f);
   InferredConfig inf = InferConfig(*f, pkg);
+  inf.ApplyBlobAlignments(pkg);
   ASSERT_TRUE(inf.exact) << inf.note;
   EXPECT_EQ(inf.config.flatbuffer_order, FlatbufferOrder::kPythonObjectApi);
   EXPECT_EQ(inf.config.extract_delegate_segments, extract);
@@ -1096,7 +1097,7 @@ void ExpectInferred(const std::function<void(Twin&)>& build, const CaseConfig& c
   } else {
     EXPECT_EQ(inf.config.delegate_alignment, da);
   }
-  EXPECT_FALSE(inf.config.constant_tensor_alignment.has_value());
+  EXPECT_FALSE(inf.config.constant_tensor_alignment.has_value()) << inf.config.ToJsonString();
   EXPECT_TRUE(RenderPte(LayoutPte(pkg, inf.config)) == pte);
 }
 
@@ -1138,7 +1139,9 @@ TEST(ExecuTorchEmitterRules, SharedDelegateSegmentStaysSharedInline) {
   auto f = PteFile::Open(testing::FixturePath("stories260k_qnn.pte"));
   ASSERT_TRUE(f->ok());
   Package pkg = PackageFromPte(*f);
-  BackendConfig cfg = InferConfig(*f, pkg).config;
+  InferredConfig inf0 = InferConfig(*f, pkg);
+  inf0.ApplyBlobAlignments(pkg);
+  BackendConfig cfg = inf0.config;
   cfg.extract_delegate_segments = false;
   std::vector<uint8_t> inl = RenderPte(LayoutPte(pkg, cfg));
   auto g = Open(inl);
@@ -1156,6 +1159,7 @@ TEST(ExecuTorchEmitterRules, SharedDelegateSegmentStaysSharedInline) {
   // And that inline file repacks to itself.
   Package pkg2 = PackageFromPte(*g);
   InferredConfig inf = InferConfig(*g, pkg2);
+  inf.ApplyBlobAlignments(pkg2);
   ASSERT_TRUE(inf.exact) << inf.note;
   EXPECT_FALSE(inf.config.extract_delegate_segments);
   EXPECT_TRUE(RenderPte(LayoutPte(pkg2, inf.config)) == inl);

@@ -42,6 +42,7 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
   ValidInput input = LoadValidInput(in, ptds);
   Package pkg = PackageFromPte(*input.pte, input.ptrs);
   InferredConfig inf = InferConfig(*input.pte, pkg, input.ptrs);
+  inf.ApplyBlobAlignments(pkg);
   RepackResult r;
   r.input_reproducible = inf.exact;
   r.config = inf.config;
