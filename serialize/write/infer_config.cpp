@@ -54,6 +54,14 @@ uint64_t Choose(const Range& r, uint64_t dflt) {
   return r.hi < dflt ? r.hi : r.lo;
 }
 
+// Segment alignments: the default where it fits, otherwise the largest that
+// fits (every segment start agrees with any smaller one by construction; a
+// non-default segment alignment is a deliberate page size).
+uint64_t ChooseSegmentAlignment(const Range& r) {
+  if (r.empty() || r.has(128)) return 128;
+  return r.hi;
+}
+
 uint64_t AlignDown(uint64_t x, uint64_t a) { return x & ~(a - 1); }
 
 std::string RangeText(const Range& r) {
@@ -329,7 +337,7 @@ void InferSegmentAlignment(const PteFile& pte, InferredConfig& out) {
     }
   }
   Range r = SegmentAlignmentRange(pte.program_size(), pte.segment_base_offset(), pte.segments(), own);
-  out.config.segment_alignment = Choose(r, 128);
+  out.config.segment_alignment = ChooseSegmentAlignment(r);
   if (r.empty()) out.note += "no segment alignment places every segment; ";
   NoteRange(out, "segment_alignment", r, out.config.segment_alignment, "segment offsets");
 }
@@ -368,7 +376,7 @@ void InferPtdAlignments(const std::vector<const PtdFile*>& ptds, const Package& 
     std::vector<bool> own(ptd->segments().size(), true);
     all.Meet(SegmentAlignmentRange(fb_end, ptd->header().segment_base_offset, ptd->segments(), own));
   }
-  out.config.ptd_segment_alignment = Choose(all, 128);
+  out.config.ptd_segment_alignment = ChooseSegmentAlignment(all);
   if (!ptds.empty())
     NoteRange(out, "ptd_segment_alignment", all, out.config.ptd_segment_alignment, ".ptd segment offsets");
   for (size_t f = 0; f < ptds.size() && f < pkg.external.size(); ++f) {
