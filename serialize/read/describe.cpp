@@ -681,8 +681,8 @@ std::string RenderPteText(const json& d) {
         << cfg["flatbuffer_order"].get<std::string>()
         << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
       for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
-        o << "  ambiguous: " << a["field"].get<std::string>() << " = " << a["chosen"].get<std::string>()
-          << " chosen; " << a["why"].get<std::string>() << "\n";
+        o << "  ambiguous: " << a["field"].get<std::string>() << " = " << a["chosen"].get<std::string>() << " chosen; "
+          << a["why"].get<std::string>() << "\n";
       }
     } else {
       o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
