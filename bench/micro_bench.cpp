@@ -103,6 +103,7 @@ void BM_Repack(benchmark::State& state) {
     auto pte = PteFile::Open(path);
     Package pkg = PackageFromPte(*pte);
     InferredConfig inf = InferConfig(*pte, pkg);
+    inf.ApplyBlobAlignments(pkg);
     std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, inf.config));
     benchmark::DoNotOptimize(out.data());
   }

@@ -58,7 +58,9 @@ Loaded Load(const std::string& pte, const std::string& ptd = "") {
     ptds.push_back(l.ptd_files.back().get());
   }
   l.pkg = PackageFromPte(*l.pte, ptds);
-  l.config = InferConfig(*l.pte, l.pkg, ptds).config;
+  InferredConfig inf = InferConfig(*l.pte, l.pkg, ptds);
+  inf.ApplyBlobAlignments(l.pkg);
+  l.config = inf.config;
   return l;
 }
 
@@ -139,7 +141,9 @@ TEST(AtomicWrite, RefusesToOverwriteInput) {
   const Buf before = ReadFile(in);
   auto pte = PteFile::Open(in);
   Package pkg = PackageFromPte(*pte);
-  BackendConfig cfg = InferConfig(*pte, pkg).config;
+  InferredConfig inf = InferConfig(*pte, pkg);
+  inf.ApplyBlobAlignments(pkg);
+  BackendConfig cfg = inf.config;
   cfg.segment_alignment = 256;  // a different output, were it written
 
   WriteOptions o;

@@ -248,7 +248,9 @@ TEST(Diff, PtdBackedFixtureAgainstASplitWithAnotherTag) {
   auto pte = PteFile::Open(FixturePath("linear.pte"));
   auto ptd = PtdFile::Open(FixturePath("linear.ptd"));
   Package pkg = PackageFromPte(*pte, {ptd.get()});
-  BackendConfig config = InferConfig(*pte, pkg, {ptd.get()}).config;
+  InferredConfig inf = InferConfig(*pte, pkg, {ptd.get()});
+  inf.ApplyBlobAlignments(pkg);
+  BackendConfig config = inf.config;
   ASSERT_EQ(pkg.external.size(), 1u);
   ASSERT_EQ(pkg.external[0].tag, "linear");
   pkg.external[0].tag = "weights";

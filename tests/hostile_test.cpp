@@ -602,6 +602,7 @@ Buf WithNamedData(const std::string& second_key) {
   auto pte = ReadPte(Fixture("arduino_add.pte"));
   Package pkg = PackageFromPte(*pte);
   InferredConfig inf = InferConfig(*pte, pkg);
+  inf.ApplyBlobAlignments(pkg);
   static const uint8_t a[24] = {1, 2, 3}, b[16] = {4, 5, 6};
   pkg.named_data.push_back(NamedBlob{"blob.a", Bytes::View(a, sizeof a), 1, nullptr, false});
   pkg.named_data.push_back(NamedBlob{second_key, Bytes::View(b, sizeof b), 1, nullptr, false});

@@ -37,6 +37,7 @@ TEST_P(FixtureRoundTrip, ReadThenWriteGivesSameBytes) {
   }
   Package pkg = PackageFromPte(*pte, ptds);
   InferredConfig inf = InferConfig(*pte, pkg, ptds);
+  inf.ApplyBlobAlignments(pkg);
   ASSERT_TRUE(inf.exact) << c.pte << ": " << inf.note;
   EXPECT_STREQ(FlatbufferOrderName(inf.config.flatbuffer_order), c.order);
 

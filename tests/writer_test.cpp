@@ -217,6 +217,7 @@ void CheckOutput(const Model& m, const BackendConfig& c, const Written& w) {
   // Read back, infer the config, write again: same bytes.
   Package again = PackageFromPte(*pte, ptds);
   InferredConfig inf = InferConfig(*pte, again, ptds);
+  inf.ApplyBlobAlignments(again);
   EXPECT_TRUE(inf.exact) << inf.note;
   inf.config.ptd_segment_alignment = c.ptd_segment_alignment;
   PteLayout l2 = LayoutPte(again, inf.config);

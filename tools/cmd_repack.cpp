@@ -13,6 +13,50 @@
 
 namespace ptepack::cli {
 
+namespace {
+
+nlohmann::json IdentityJson(const IdentityCheck& id) {
+  if (!id.checked) return nullptr;
+  nlohmann::json d = nlohmann::json::array();
+  for (const auto& x : id.differences) {
+    d.push_back({{"file", x.file},
+                 {"offset", x.offset},
+                 {"region", x.region},
+                 {"input_size", x.input_size},
+                 {"output_size", x.output_size}});
+  }
+  return {{"identical", id.identical}, {"differences", d}};
+}
+
+// Says whether the input was reproduced; with --expect-identical a
+// difference is an error (exit 3, and the --json error object).
+void ReportIdentity(const IdentityCheck& id, bool expect, const OutputFlags& f) {
+  if (!id.checked) return;
+  if (id.identical) {
+    if (!f.quiet && !f.json) std::cerr << "ptepack: the output is the input byte for byte\n";
+    return;
+  }
+  const ByteDifference& d = id.differences.front();
+  std::string msg = "the output is not the input byte for byte: " + d.ToString();
+  if (!expect) {
+    if (!f.quiet) std::cerr << "ptepack: note: " << msg << "\n";
+    return;
+  }
+  std::cerr << "ptepack: error: " << msg << " [not-identical]\n";
+  if (f.json) {
+    nlohmann::json j = {{"error",
+                         {{"code", "not-identical"},
+                          {"message", msg},
+                          {"file", d.file},
+                          {"offset", d.offset},
+                          {"exit_code", kNotIdentical}}}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  g_exit = kNotIdentical;
+}
+
+}  // namespace
+
 void RegisterRepack(CLI::App& app) {
   struct O {
     std::string in;
@@ -20,6 +64,7 @@ void RegisterRepack(CLI::App& app) {
     Overrides ov;
     OutputFlags out;
     bool upgrade_ptd = false;
+    bool expect_identical = false;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -33,6 +78,13 @@ void RegisterRepack(CLI::App& app) {
   c->add_flag("--upgrade-ptd", o->upgrade_ptd,
               "Rewrite .ptd files in the legacy (pre June 2025) FlatTensor layout in the current layout, which "
               "current ExecuTorch runtimes require");
+  c->add_flag("--expect-identical", o->expect_identical,
+              "Fail with exit status 3 unless the output is the input byte for byte (no layout flags; the first "
+              "difference is named). When the laid-out program already differs, nothing is written");
+  c->footer(
+      "Without layout flags repack reports whether it reproduced the input byte for byte and, where not, the first "
+      "differing offset and region. Exit status: 0 written; 2 usage, I/O or configuration error; 3 "
+      "--expect-identical and the output differs from the input.");
   AddOutputFlags(c, o->out, true);
   c->callback([o]() {
     ResolveOutput(o->out, o->in);
@@ -41,8 +93,14 @@ void RegisterRepack(CLI::App& app) {
     ro.edit = [o](BackendConfig& cfg) { Apply(o->ov, cfg); };
     ro.upgrade_ptd = o->upgrade_ptd;
     ro.write = MakeWriteOptions(o->out);
+    ro.expect_identical = o->expect_identical;
     RepackResult r = Repack(o->in, o->out.out, ro);
-    ReportWritten(r.written, r.config, o->out, {{"input_reproducible", r.input_reproducible}});
+    const bool differs = r.identity.checked && !r.identity.identical;
+    if (!r.written.pte.path.empty() && !(o->expect_identical && differs && o->out.json)) {
+      ReportWritten(r.written, r.config, o->out,
+                    {{"input_reproducible", r.input_reproducible}, {"identity", IdentityJson(r.identity)}});
+    }
+    ReportIdentity(r.identity, o->expect_identical, o->out);
     // --emit-* true cannot bring back what the input no longer has: say so.
     if (o->ov.emit_stacktrace.value_or(false) && !r.input_has_stacktrace) {
       std::cerr << "ptepack: note: " << o->in

@@ -12,8 +12,9 @@ namespace ptepack::cli {
 // Exit codes shared by all commands.
 enum Exit : int {
   kOk = 0,
-  kInvalid = 1,  // the input file is not valid (verify found errors)
-  kFailed = 2,   // usage, I/O or configuration error
+  kInvalid = 1,       // the input file is not valid (verify found errors)
+  kFailed = 2,        // usage, I/O or configuration error
+  kNotIdentical = 3,  // repack --expect-identical: the output is not the input byte for byte
 };
 
 // A command sets this to its exit code from its callback.

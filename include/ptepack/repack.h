@@ -10,6 +10,26 @@
 
 namespace ptepack {
 
+// Where a rewritten file first differs from its input.
+struct ByteDifference {
+  std::string file;     // the input's path
+  uint64_t offset = 0;  // first differing byte
+  // What the input holds there: "flatbuffer", "extended header", "FH01 header",
+  // "segment N", "padding", or "end of file" (one file is a prefix of the other).
+  std::string region;
+  uint64_t input_size = 0;
+  uint64_t output_size = 0;
+  std::string ToString() const;  // "in.pte: first difference at offset N (segment 2); sizes A (input), B (output)"
+};
+
+// Did a repack with the inferred config (no layout change asked for)
+// reproduce its input byte for byte?
+struct IdentityCheck {
+  bool checked = false;  // the config was left as inferred and the output written (not --dry-run)
+  bool identical = false;
+  std::vector<ByteDifference> differences;  // one per file that differs (.pte, then .ptd files)
+};
+
 struct RepackOptions {
   std::vector<std::string> ptd;  // the input's .ptd files (rewritten next to the output)
   // Changes to the config inferred from the input (which reproduces it byte
@@ -17,6 +37,11 @@ struct RepackOptions {
   std::function<void(BackendConfig&)> edit;
   bool upgrade_ptd = false;  // rewrite legacy-layout .ptd files in the current layout
   WriteOptions write;        // the inputs are added to write.inputs
+  // With the config left as inferred: when the laid-out program already
+  // differs from the input, write nothing and return identity with the
+  // difference (written.pte.path empty). A difference found only after
+  // writing (padding bytes) is reported in identity as usual.
+  bool expect_identical = false;
 };
 
 struct RepackResult {
@@ -25,6 +50,7 @@ struct RepackResult {
   bool input_reproducible = false;  // the inferred config reproduces the input byte for byte
   bool input_has_stacktrace = false;
   bool input_has_mutable_buffer_names = false;
+  IdentityCheck identity;  // filled when the config was not changed
 };
 
 // Reads `in` (and options.ptd), infers its config, applies options.edit and

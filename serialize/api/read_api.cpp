@@ -67,6 +67,18 @@ void NoteUncheckedExternal(PteFile& pte) {
                             std::nullopt, "--ptd FILE.ptd", "no .ptd");
 }
 
+// The settings the file does not pin down: the range that fits, the value
+// chosen (ExecuTorch's default where it fits) and what the file shows.
+nlohmann::json AmbiguityJson(const InferredConfig& inf) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& x : inf.ambiguous) {
+    nlohmann::json e = {{"field", x.field}, {"chosen", x.chosen}, {"why", x.why}};
+    e["fits"] = x.hi ? nlohmann::json{{"min", x.lo}, {"max", x.hi}} : nlohmann::json(nullptr);
+    a.push_back(e);
+  }
+  return a;
+}
+
 // The config the file was written with, as `repack` infers it, and whether
 // each segment starts where that segment alignment puts it. Where it cannot
 // be inferred (invalid file, external data not given) the reason is said.
@@ -78,6 +90,7 @@ void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<
     InferredConfig inf = InferConfig(pte, pkg, ptds);
     d["config"] = ConfigToJson(inf.config);
     d["config"]["reproduces_file_exactly"] = inf.exact;
+    d["config"]["ambiguous"] = AmbiguityJson(inf);
     segment_alignment = inf.config.segment_alignment;
   } catch (const Error& e) {
     d["config"] = {{"inferred", false}, {"reason", e.finding().message}};

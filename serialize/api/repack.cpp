@@ -1,10 +1,15 @@
 // `repack` and `split` as library functions (ptepack/repack.h).
 #include "ptepack/repack.h"
 
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "config/backend_config.h"
 #include "serialize/api/read_api.h"
+#include "serialize/io/file_io.h"
 #include "serialize/model/package.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -37,11 +42,95 @@ void NoteWhatInputHas(const PteFile& pte, RepackResult* r) {
   }
 }
 
+// The first byte where a and b differ (the shorter length if one is a
+// prefix of the other), or nullopt if they are equal.
+std::optional<uint64_t> FirstDifference(const Bytes& a, const Bytes& b) {
+  const uint64_t n = std::min<uint64_t>(a.size, b.size);
+  constexpr uint64_t kChunk = 1 << 16;
+  for (uint64_t off = 0; off < n; off += kChunk) {
+    const uint64_t len = std::min(kChunk, n - off);
+    if (std::memcmp(a.data + off, b.data + off, len) == 0) continue;
+    uint64_t i = off;
+    while (a.data[i] == b.data[i]) ++i;
+    return i;
+  }
+  if (a.size != b.size) return n;
+  return std::nullopt;
+}
+
+std::string SegmentRegion(const std::vector<SegmentSpan>& segs, uint64_t off) {
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (off >= segs[i].file_offset && off < segs[i].file_offset + segs[i].size) return "segment " + std::to_string(i);
+  }
+  return "padding";
+}
+
+// What the input .pte holds at `off`.
+std::string PteRegion(const PteFile& in, uint64_t off) {
+  if (off >= in.file().size) return "end of file";
+  if (in.header() && off >= 8 && off < 8 + in.header()->length) return "extended header";
+  if (off < in.program_size()) return "flatbuffer";
+  return SegmentRegion(in.segments(), off);
+}
+
+// What the input .ptd holds at `off`.
+std::string PtdRegion(const PtdFile& in, uint64_t off) {
+  const auto& h = in.header();
+  if (off >= in.file().size) return "end of file";
+  if (off >= 8 && off < 8 + h.length) return "FH01 header";
+  if (off < 8 || (off >= h.flatbuffer_offset && off < h.flatbuffer_offset + h.flatbuffer_size)) return "flatbuffer";
+  return SegmentRegion(in.segments(), off);
+}
+
+void Compare(const std::string& file, const Bytes& input, const Bytes& output,
+             const std::function<std::string(uint64_t)>& region, IdentityCheck& id) {
+  if (auto off = FirstDifference(input, output)) {
+    id.differences.push_back({file, *off, region(*off), input.size, output.size});
+  }
+}
+
+// The written files against the inputs they were read from (a .ptd by name).
+void CheckIdentity(const ValidInput& input, const WriteResult& written, IdentityCheck& id) {
+  id.checked = true;
+  auto out = MappedFile::Open(written.pte.path);
+  Compare(
+      input.paths[0], input.pte->file(), out->All(), [&](uint64_t o) { return PteRegion(*input.pte, o); }, id);
+  for (const auto& w : written.ptds) {
+    const std::string name = std::filesystem::path(w.path).filename().string();
+    for (size_t i = 0; i < input.ptds.size(); ++i) {
+      if (std::filesystem::path(input.paths[i + 1]).filename().string() != name) continue;
+      auto o = MappedFile::Open(w.path);
+      Compare(
+          input.paths[i + 1], input.ptds[i]->file(), o->All(),
+          [&](uint64_t off) { return PtdRegion(*input.ptds[i], off); }, id);
+    }
+  }
+  if (written.ptds.size() != input.ptds.size()) {
+    id.differences.push_back({input.paths[0], 0, "number of .ptd files", input.ptds.size(), written.ptds.size()});
+  }
+  id.identical = id.differences.empty();
+}
+
+// Before writing: does the laid-out program already differ from the input?
+bool LayoutDiffers(const ValidInput& input, const Package& pkg, const BackendConfig& config, IdentityCheck& id) {
+  PteLayout l = LayoutPte(pkg, config);
+  const Bytes& in = input.pte->file();
+  Bytes head = Bytes::View(l.head.data(), l.head.size(), nullptr);
+  auto off = FirstDifference(in.Sub(0, std::min<uint64_t>(in.size, head.size)), head);
+  if (!off && l.total_size() != in.size) off = std::min<uint64_t>(l.total_size(), in.size);
+  if (!off) return false;
+  id.checked = true;
+  id.differences.push_back({input.paths[0], *off, PteRegion(*input.pte, *off), in.size, l.total_size()});
+  return true;
+}
+
 RepackResult Rewrite(const std::string& in, const std::string& out, const std::vector<std::string>& ptds,
-                     const std::function<void(BackendConfig&)>& edit, bool upgrade_ptd, const WriteOptions& wo_in) {
+                     const std::function<void(BackendConfig&)>& edit, bool upgrade_ptd, const WriteOptions& wo_in,
+                     bool expect_identical = false) {
   ValidInput input = LoadValidInput(in, ptds);
   Package pkg = PackageFromPte(*input.pte, input.ptrs);
   InferredConfig inf = InferConfig(*input.pte, pkg, input.ptrs);
+  inf.ApplyBlobAlignments(pkg);
   RepackResult r;
   r.input_reproducible = inf.exact;
   r.config = inf.config;
@@ -51,16 +140,30 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
     for (auto& ef : pkg.external) UpgradeLegacy(ef);
   }
   NoteWhatInputHas(*input.pte, &r);
+  const bool unchanged = !upgrade_ptd && r.config.ToJsonString() == inf.config.ToJsonString();
+  if (expect_identical && !unchanged) {
+    throw Error("usage",
+                "expecting the input byte for byte, but the config was changed (layout flags, --config or "
+                "--upgrade-ptd): the inferred config is " +
+                    inf.config.ToJsonString(-1));
+  }
+  if (expect_identical && LayoutDiffers(input, pkg, r.config, r.identity)) return r;
   WriteOptions wo = wo_in;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
   r.written = WritePackage(pkg, r.config, out, wo);
+  if (unchanged && !wo.dry_run) CheckIdentity(input, r.written, r.identity);
   return r;
 }
 
 }  // namespace
 
 RepackResult Repack(const std::string& in, const std::string& out, const RepackOptions& options) {
-  return Rewrite(in, out, options.ptd, options.edit, options.upgrade_ptd, options.write);
+  return Rewrite(in, out, options.ptd, options.edit, options.upgrade_ptd, options.write, options.expect_identical);
+}
+
+std::string ByteDifference::ToString() const {
+  return file + ": first difference at offset " + std::to_string(offset) + " (" + region + "); sizes " +
+         std::to_string(input_size) + " (input), " + std::to_string(output_size) + " (output)";
 }
 
 RepackResult Split(const std::string& in, const std::string& out, const SplitOptions& options) {

@@ -730,6 +730,10 @@ void RenderConfigText(std::ostringstream& o, const json& cfg) {
       << (cfg["extract_delegate_segments"].get<bool>() ? "extracted" : "inline") << ", flatbuffer order "
       << cfg["flatbuffer_order"].get<std::string>()
       << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
+    for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
+      o << "  ambiguous: " << a["field"].get<std::string>() << " = " << a["chosen"].get<std::string>() << " chosen; "
+        << a["why"].get<std::string>() << "\n";
+    }
   } else {
     o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
   }

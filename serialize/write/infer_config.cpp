@@ -1,12 +1,15 @@
 #include "serialize/write/infer_config.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <map>
 
 #include "layout/alignment.h"
 #include "ptepack/error.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/write/infer_evidence.h"
 #include "serialize/write/pte_writer.h"
 
 namespace ptepack {
@@ -15,33 +18,143 @@ using namespace prog;
 
 namespace {
 
-// The segment alignment that reproduces `base` and every segment offset
-// exactly when segments are re-placed (segments flagged in `own_alignment`
-// may carry a larger alignment of their own, like named blobs). Prefers
-// ExecuTorch's default 128.
-uint64_t InferSegmentAlignment(uint64_t start, uint64_t base, const std::vector<SegmentSpan>& segs,
-                               const std::vector<bool>& own_alignment) {
-  auto exact = [&](uint64_t a) {
+constexpr uint64_t kMaxAlign = 1ull << 20;
+
+// The powers of two in [lo, hi] (empty when lo > hi).
+struct Range {
+  uint64_t lo = 1, hi = kMaxAlign;
+  bool empty() const { return lo > hi; }
+  bool has(uint64_t a) const { return a >= lo && a <= hi; }
+  bool fixed() const { return lo == hi; }
+  bool any() const { return lo == 1 && hi == kMaxAlign; }
+  void Meet(const Range& r) {
+    lo = std::max(lo, r.lo);
+    hi = std::min(hi, r.hi);
+  }
+};
+
+// The powers of two for which `fits` holds (each piece of evidence below
+// fits a contiguous run of them).
+Range Fitting(const std::function<bool(uint64_t)>& fits) {
+  Range r{2, 1};
+  for (uint64_t a = 1; a <= kMaxAlign; a <<= 1) {
+    if (!fits(a)) {
+      if (!r.empty()) break;
+      continue;
+    }
+    if (r.empty()) r.lo = a;
+    r.hi = a;
+  }
+  return r;
+}
+
+// ExecuTorch's default where it fits, otherwise the fitting value nearest it.
+uint64_t Choose(const Range& r, uint64_t dflt) {
+  if (r.empty() || r.has(dflt)) return dflt;
+  return r.hi < dflt ? r.hi : r.lo;
+}
+
+// Segment alignments: the default where it fits, otherwise the largest that
+// fits (every segment start agrees with any smaller one by construction; a
+// non-default segment alignment is a deliberate page size).
+uint64_t ChooseSegmentAlignment(const Range& r) {
+  if (r.empty() || r.has(128)) return 128;
+  return r.hi;
+}
+
+uint64_t AlignDown(uint64_t x, uint64_t a) { return x & ~(a - 1); }
+
+std::string RangeText(const Range& r) {
+  if (r.any()) return "any";
+  return r.fixed() ? std::to_string(r.lo) : std::to_string(r.lo) + ".." + std::to_string(r.hi);
+}
+
+// Records `field` as ambiguous when its range holds more than one value.
+void NoteRange(InferredConfig& out, const char* field, const Range& r, uint64_t chosen, const std::string& why) {
+  if (r.empty() || r.fixed()) return;
+  out.ambiguous.push_back({field, r.lo, r.hi, std::to_string(chosen), why + " (fits " + RangeText(r) + ")"});
+}
+
+// Segment alignment: the first segment starts at AlignUp(start, a) and each
+// segment at AlignUp(end of the one before, a); segments flagged in `own`
+// (named blobs) may carry a larger alignment of their own.
+Range SegmentAlignmentRange(uint64_t start, uint64_t base, const std::vector<SegmentSpan>& segs,
+                            const std::vector<bool>& own) {
+  return Fitting([&](uint64_t a) {
     if (AlignUp(start, a) != base) return false;
     uint64_t prev = 0;
     for (size_t i = 0; i < segs.size(); ++i) {
-      uint64_t want = AlignUp(prev, a);
-      if (segs[i].offset != want) {
-        bool ok = false;
-        if (i < own_alignment.size() && own_alignment[i]) {
-          for (uint64_t x = a * 2; x <= (1ull << 20) && !ok; x <<= 1) ok = AlignUp(prev, x) == segs[i].offset;
-        }
-        if (!ok) return false;
+      bool ok = AlignUp(prev, a) == segs[i].offset;
+      if (!ok && i < own.size() && own[i]) {
+        for (uint64_t x = a * 2; x <= kMaxAlign && !ok; x <<= 1) ok = AlignUp(prev, x) == segs[i].offset;
       }
+      if (!ok) return false;
       prev = segs[i].offset + segs[i].size;
     }
     return true;
-  };
-  if (exact(128)) return 128;
-  for (uint64_t a = 1ull << 16; a >= 1; a >>= 1) {
-    if (exact(a)) return a;
+  });
+}
+
+// Constant tensor alignment from the constant segment: each tensor but the
+// last takes AlignUp(its size, a) bytes (the last one is not padded).
+Range ConstantSegmentRange(const PteFile& pte, const Package& pkg) {
+  const auto* cs = pte.program()->constant_segment();
+  if (!cs || !cs->offsets() || cs->offsets()->size() <= 2) return {};
+  const auto& cb = Program{*pkg.program}.constant_buffer().elems;
+  const auto* offs = cs->offsets();
+  if (cb.size() < offs->size()) return {};
+  return Fitting([&](uint64_t a) {
+    for (flatbuffers::uoffset_t i = 0; i + 1 < offs->size(); ++i) {
+      uint64_t next = offs->Get(i + 1);
+      uint64_t len = Buffer{*cb.at(i).table}.get_storage().size;
+      if (next < offs->Get(i) || AlignUp(len, a) != next - offs->Get(i)) return false;
+    }
+    return true;
+  });
+}
+
+// force_align of a byte vector inside the flatbuffer: the builder pads the
+// data start down to a multiple of max(a, 4) (the u32 length comes first)
+// with as few bytes as it can, right below the object written before it.
+Range InlineVectorRange(const FbObjects& objs, const std::string& field, bool* shown) {
+  Range r;
+  for (const auto& v : objs.vectors) {
+    if (v.field != field || v.count == 0) continue;
+    *shown = true;
+    const uint64_t len = v.data_end() - v.data_start();
+    const uint64_t above = objs.NextStart(v.data_end());
+    r.Meet(Fitting([&](uint64_t a) {
+      return above >= len && AlignDown(above - len, std::max<uint64_t>(a, 4)) == v.data_start();
+    }));
   }
-  return 128;
+  return r;
+}
+
+// The extended header is padded to the largest force_align in effect,
+// max(constant_tensor_alignment, delegate_alignment): 32 bytes for up to
+// 32, then exactly that alignment. The flatbuffer resumes right after the
+// padding (plus the builder's final padding, less than that alignment).
+Range HeaderAlignmentRange(const PteFile& pte, const FbObjects& objs) {
+  if (!pte.header()) return {};
+  const uint64_t resume = objs.NextStart(8 + pte.header()->length) - 8;
+  if (resume < 64) return {1, 32};
+  uint64_t m = 64;
+  while (m * 2 <= resume && m < kMaxAlign) m <<= 1;
+  return {m, m};
+}
+
+// The builder's largest alignment in use (minalign): the flatbuffer (without
+// the inserted header) is a multiple of it, and its final padding, between
+// the file identifier and the first object, is shorter than it.
+Range FinishAlignmentRange(const PteFile& pte, const FbObjects& objs) {
+  uint64_t header = 0, resume = objs.NextStart(8) - 8;
+  if (pte.header()) {
+    resume = objs.NextStart(8 + pte.header()->length) - 8;
+    header = 32;
+    while (header * 2 <= resume && header < kMaxAlign) header <<= 1;
+  }
+  const uint64_t finish_pad = resume - header, size = pte.program_size() - header;
+  return Fitting([&](uint64_t a) { return finish_pad < a && size % a == 0; });
 }
 
 using Plans = std::vector<const executorch_flatbuffer::ExecutionPlan*>;
@@ -70,6 +183,17 @@ DelegateEvidence DelegatesOf(const executorch_flatbuffer::Program& program, cons
   return e;
 }
 
+// extract_delegate_segments: on if a payload is in a segment, off if a
+// non-empty payload is inline. Otherwise the file cannot tell (extraction
+// keeps empty payloads inline): ExecuTorch's default, on.
+void InferExtraction(const DelegateEvidence& del, InferredConfig& out) {
+  out.config.extract_delegate_segments = del.any_segment || !del.any_inline_data;
+  if (del.any_segment || del.any_inline_data) return;
+  out.ambiguous.push_back(
+      {"extract_delegate_segments", 0, 0, "true",
+       del.any_delegate ? "every delegate payload is empty (kept inline either way)" : "no delegates"});
+}
+
 // emit_stacktrace and emit_mutable_buffer_names, from what the program carries.
 void ReadEmitFlags(const Plans& plans, BackendConfig& c) {
   bool stack = false, names = false;
@@ -93,51 +217,156 @@ void ReadEmitFlags(const Plans& plans, BackendConfig& c) {
   c.external_mutable_weights = false;
 }
 
-bool ConstantOffsetsKnown(const executorch_flatbuffer::Program& program, const BackendConfig& c) {
-  return !c.inline_constants && program.constant_segment() && program.constant_segment()->offsets() &&
-         program.constant_segment()->offsets()->size() > 1;
+// Force-aligned vectors in the flatbuffer (inline constants, inline delegate
+// data) set the builder's minalign when they align more than its scalars
+// (8): the finish padding bounds the largest of them.
+void MeetFinishAlignment(const Range& fin, bool inline_constants, bool inline_delegates, Range& cta, Range& da) {
+  if (fin.empty()) return;
+  if (inline_constants) cta.Meet({1, fin.hi});
+  if (inline_delegates) da.Meet({1, fin.hi});
+  if (fin.lo <= 8 || (!inline_constants && !inline_delegates)) return;
+  const bool to_delegate = inline_delegates && (!inline_constants || Choose(cta, 16) < fin.lo);
+  (to_delegate ? da : cta).Meet({fin.lo, kMaxAlign});
 }
 
-// Constant tensor alignment from the gaps between constants (unset: the default 16).
-std::optional<uint64_t> ConstantTensorAlignment(const executorch_flatbuffer::Program& program, const Package& pkg) {
-  const auto& cb = Program{*pkg.program}.constant_buffer().elems;
-  const auto* offs = program.constant_segment()->offsets();
-  std::optional<uint64_t> found;
-  for (uint64_t a = 1; a <= 4096; a <<= 1) {
-    bool ok = true;
-    for (size_t i = 0; i + 1 < offs->size() && ok; ++i) {
-      uint64_t len = Buffer{*cb.at(i).table}.get_storage().size;
-      ok = AlignUp(len, a) ==
-           offs->Get(static_cast<flatbuffers::uoffset_t>(i + 1)) - offs->Get(static_cast<flatbuffers::uoffset_t>(i));
+std::optional<uint64_t> Explicit(uint64_t a) { return a == 16 ? std::nullopt : std::optional<uint64_t>(a); }
+
+// constant_tensor_alignment and delegate_alignment from the constant
+// segment, the padding of inline constants and inline delegate data, and the
+// header padding (which shows only the larger of the two).
+void InferTensorAndDelegateAlignment(const PteFile& pte, const Package& pkg, const FbObjects& objs, bool any_delegate,
+                                     InferredConfig& out) {
+  bool inline_constants = false, da_shown = false;
+  Range cta = ConstantSegmentRange(pte, pkg);
+  cta.Meet(InlineVectorRange(objs, "Buffer.storage", &inline_constants));
+  const bool cta_shown = inline_constants || !cta.any();
+  Range da = InlineVectorRange(objs, "BackendDelegateInlineData.data", &da_shown);
+  const Range m = HeaderAlignmentRange(pte, objs);
+  cta.Meet({1, m.hi});
+  da.Meet({1, m.hi});
+  MeetFinishAlignment(FinishAlignmentRange(pte, objs), inline_constants, da_shown, cta, da);
+  uint64_t c = Choose(cta, 16), d = Choose(da, 16);
+  if (m.fixed() && m.lo > 32 && std::max(c, d) != m.lo) {
+    // The header shows the larger alignment; which setting it belongs to
+    // only the constants or inline delegate data could tell.
+    const bool to_delegate = da.has(m.lo) && (!cta.has(m.lo) || (any_delegate && !cta_shown));
+    (to_delegate ? d : c) = m.lo;
+    if (da.has(m.lo) && cta.has(m.lo)) {
+      out.ambiguous.push_back(
+          {to_delegate ? "delegate_alignment" : "constant_tensor_alignment", 1, m.lo, std::to_string(m.lo),
+           "the header padding shows max(constant_tensor_alignment, delegate_alignment) = " + std::to_string(m.lo) +
+               "; nothing shows which (" +
+               (to_delegate ? "delegates and no constants: given to delegate_alignment)"
+                            : "given to constant_tensor_alignment)")});
     }
-    if (ok && (a == 16 || !found)) found = a;
+    (to_delegate ? da : cta) = {m.lo, m.lo};
+  } else if (m.fixed() && m.lo > 32) {
+    (c == m.lo ? cta : da) = {m.lo, m.lo};
   }
-  if (found == 16u) found.reset();
-  return found;
+  if (cta.empty() || da.empty()) out.note = "the alignment evidence is inconsistent; ";
+  out.config.constant_tensor_alignment = Explicit(c);
+  out.config.delegate_alignment = Explicit(d);
+  NoteRange(out, "constant_tensor_alignment", cta, c,
+            cta_shown ? "constant offsets and padding" : "no constant offsets or inline constants show it");
+  NoteRange(out, "delegate_alignment", da, d,
+            da_shown ? "inline delegate data padding" : "no inline delegate data in the program");
+}
+
+// +1 if `t`'s equal-sized fields sit in descending id order from its end
+// (flatc: larger ids pushed first), -1 in ascending order (the Python object
+// API pushes fields in id order), 0 if fewer than two fields show it.
+int FieldOrderSign(const reflection::Object& obj, const flatbuffers::Table* t) {
+  std::map<size_t, uint16_t> last;  // field size -> position of the last field of that size
+  for (const auto* f : fb::ProgramSchema().FieldsById(obj)) {
+    if (!f || f->deprecated()) continue;
+    uint16_t pos = t->GetOptionalFieldOffset(f->offset());
+    if (pos == 0) continue;
+    auto bt = f->type()->base_type();
+    size_t size = flatbuffers::IsScalar(bt) ? fb::ScalarSize(bt) : 4;
+    auto it = last.find(size);
+    if (it != last.end()) return pos > it->second ? 1 : -1;
+    last[size] = pos;
+  }
+  return 0;
+}
+
+// The producer: field order separates the Python object API from flatc;
+// an empty vector aligned above 4 separates flatc before FlatBuffers 24
+// (pads it) from later flatc (does not).
+void InferProducer(const PteFile& pte, const FbObjects& objs, InferredConfig& out) {
+  const auto& s = fb::ProgramSchema();
+  int sign = FieldOrderSign(s.Root(), reinterpret_cast<const flatbuffers::Table*>(pte.program()));
+  const auto* plans = pte.program()->execution_plan();
+  for (flatbuffers::uoffset_t i = 0; sign == 0 && plans && i < plans->size(); ++i) {
+    sign = FieldOrderSign(*s.FindObject("executorch_flatbuffer.ExecutionPlan"),
+                          reinterpret_cast<const flatbuffers::Table*>(plans->Get(i)));
+  }
+  if (sign < 0) {
+    out.config.flatbuffer_order = FlatbufferOrder::kPythonObjectApi;
+    return;
+  }
+  bool legacy = false, current = false;
+  for (const auto& v : objs.vectors) {
+    uint64_t a = std::max<uint64_t>(4, v.elem_size);
+    if (v.field == "Buffer.storage") a = std::max(a, out.config.tensor_alignment());
+    if (v.field == "BackendDelegateInlineData.data") a = std::max(a, out.config.delegate_data_alignment());
+    if (v.count != 0 || a <= 4) continue;
+    if (objs.NextStart(v.data_start()) - v.data_start() >= 4) legacy = true;
+    if (v.data_start() % a != 0) current = true;
+  }
+  out.config.flatbuffer_order = legacy && !current ? FlatbufferOrder::kFlatcLegacy : FlatbufferOrder::kFlatc;
+  if (legacy == current) {
+    out.ambiguous.push_back({"flatbuffer_order", 0, 0, FlatbufferOrderName(out.config.flatbuffer_order),
+                             sign == 0 ? "no table shows its field order"
+                                       : "flatc and flatc-legacy write these bytes "
+                                         "the same (no padded empty vector)"});
+  }
+}
+
+// segment_alignment from the header's segment base offset and the segment
+// offsets (named blobs may be aligned more).
+void InferSegmentAlignment(const PteFile& pte, InferredConfig& out) {
+  if (pte.segment_base_offset() == 0) {
+    out.ambiguous.push_back({"segment_alignment", 1, kMaxAlign, "128", "no segments"});
+    return;
+  }
+  std::vector<bool> own(pte.segments().size(), false);
+  if (const auto* named = pte.program()->named_data()) {
+    for (const auto* nd : *named) {
+      if (nd->segment_index() < own.size()) own[nd->segment_index()] = true;
+    }
+  }
+  Range r = SegmentAlignmentRange(pte.program_size(), pte.segment_base_offset(), pte.segments(), own);
+  out.config.segment_alignment = ChooseSegmentAlignment(r);
+  if (r.empty()) out.note += "no segment alignment places every segment; ";
+  NoteRange(out, "segment_alignment", r, out.config.segment_alignment, "segment offsets");
 }
 
 // The alignment (above the segment alignment; 1 if none) that puts segment
 // `si` where it is, after the segment before it.
-std::optional<uint64_t> OwnAlignment(const std::vector<SegmentSpan>& segs, uint32_t si, uint64_t segment_alignment) {
+uint64_t OwnAlignment(const std::vector<SegmentSpan>& segs, uint32_t si, uint64_t segment_alignment) {
   uint64_t prev_end = si == 0 ? 0 : segs[si - 1].offset + segs[si - 1].size;
-  for (uint64_t a = segment_alignment; a <= (1ull << 20); a <<= 1) {
+  for (uint64_t a = segment_alignment; a <= kMaxAlign; a <<= 1) {
     if (AlignUp(prev_end, a) == segs[si].offset) return a == segment_alignment ? 1 : a;
   }
-  return std::nullopt;
+  return 1;
 }
 
 // Named data blobs of the .pte: the alignment their segment offsets need.
-void SetNamedBlobAlignments(const PteFile& pte, uint64_t segment_alignment, Package& pkg) {
+void NamedBlobAlignments(const PteFile& pte, const Package& pkg, InferredConfig& out) {
   const auto* named = pte.program()->named_data();
-  if (pkg.named_data.empty() || !named) return;
-  for (size_t i = 0; i < pkg.named_data.size() && i < named->size(); ++i) {
+  out.blobs.named.assign(pkg.named_data.size(), 0);
+  for (size_t i = 0; named && i < pkg.named_data.size() && i < named->size(); ++i) {
     uint32_t si = named->Get(static_cast<flatbuffers::uoffset_t>(i))->segment_index();
-    if (auto a = OwnAlignment(pte.segments(), si, segment_alignment)) pkg.named_data[i].alignment = *a;
+    if (si < pte.segments().size()) out.blobs.named[i] = OwnAlignment(pte.segments(), si, out.config.segment_alignment);
   }
 }
 
-// .ptd segment alignment, and the alignment each of their blobs needs.
-void ReadPtdAlignments(const std::vector<const PtdFile*>& ptds, BackendConfig& c, Package& pkg) {
+// .ptd segment alignment (pkg.external[i] was read from ptds[i]), and the
+// alignment each of their blobs needs.
+void InferPtdAlignments(const std::vector<const PtdFile*>& ptds, const Package& pkg, InferredConfig& out) {
+  out.blobs.external.assign(pkg.external.size(), {});
+  Range all;
   for (const PtdFile* ptd : ptds) {
     uint64_t fb_end = ptd->header().flatbuffer_offset + ptd->header().flatbuffer_size;
     if (ptd->legacy()) {
@@ -145,106 +374,63 @@ void ReadPtdAlignments(const std::vector<const PtdFile*>& ptds, BackendConfig& c
                AlignUp(ptd->header().flatbuffer_size, std::max<uint32_t>(1, ptd->legacy_tensor_alignment()));
     }
     std::vector<bool> own(ptd->segments().size(), true);
-    c.ptd_segment_alignment = InferSegmentAlignment(fb_end, ptd->header().segment_base_offset, ptd->segments(), own);
-    for (auto& ef : pkg.external) {
-      const auto& entries = ptd->entries();
-      for (size_t i = 0; i < ef.entries.size() && i < entries.size(); ++i) {
-        if (entries[i].legacy_tensor || entries[i].segment_index >= ptd->segments().size()) continue;
-        if (auto a = OwnAlignment(ptd->segments(), entries[i].segment_index, c.ptd_segment_alignment)) {
-          ef.entries[i].alignment = *a;
-        }
-      }
+    all.Meet(SegmentAlignmentRange(fb_end, ptd->header().segment_base_offset, ptd->segments(), own));
+  }
+  out.config.ptd_segment_alignment = ChooseSegmentAlignment(all);
+  if (!ptds.empty())
+    NoteRange(out, "ptd_segment_alignment", all, out.config.ptd_segment_alignment, ".ptd segment offsets");
+  for (size_t f = 0; f < ptds.size() && f < pkg.external.size(); ++f) {
+    const auto& entries = ptds[f]->entries();
+    auto& aligns = out.blobs.external[f];
+    aligns.assign(pkg.external[f].entries.size(), 0);
+    for (size_t i = 0; i < aligns.size() && i < entries.size(); ++i) {
+      if (entries[i].legacy_tensor || entries[i].segment_index >= ptds[f]->segments().size()) continue;
+      aligns[i] = OwnAlignment(ptds[f]->segments(), entries[i].segment_index, out.config.ptd_segment_alignment);
     }
   }
 }
 
-// Inline delegate data starts at a multiple of the delegate alignment in
-// force (the header inserted before the flatbuffer is padded to the largest
-// force_align, so file offsets keep it): the lowest set bit of those
-// offsets bounds the delegate alignment from above.
-std::optional<uint64_t> DelegateAlignmentBound(const PteFile& pte) {
-  std::optional<uint64_t> bound;
-  const auto* bdd = pte.program()->backend_delegate_data();
-  if (!bdd) return bound;
-  for (const auto* d : *bdd) {
-    if (!d || !d->data() || d->data()->size() == 0) continue;
-    uint64_t off = static_cast<uint64_t>(d->data()->data() - pte.file().data);
-    uint64_t low = off == 0 ? 4096 : std::min<uint64_t>(off & (~off + 1), 4096);
-    bound = bound ? std::min(*bound, low) : low;
+// The verification pass: the package laid out with the inferred config must
+// rewrite the flatbuffer byte for byte.
+void Verify(const PteFile& pte, const Package& pkg, InferredConfig& out) {
+  Package trial = pkg;
+  out.ApplyBlobAlignments(trial);
+  try {
+    PteLayout l = LayoutPte(trial, out.config);
+    Bytes original = pte.file().Sub(0, pte.program_size());
+    out.exact = l.head.size() == original.size && std::memcmp(l.head.data(), original.data, original.size) == 0;
+  } catch (const Error& e) {
+    out.note += std::string("laying out with it fails: ") + e.what() + "; ";
   }
-  return bound;
-}
-
-using AlignmentPair = std::pair<std::optional<uint64_t>, std::optional<uint64_t>>;  // tensor, delegate
-
-// The (tensor, delegate) alignments worth a trial layout, likeliest first.
-std::vector<AlignmentPair> CandidateAlignments(const BackendConfig& c, bool ta_known, bool any_delegate,
-                                               std::optional<uint64_t> da_bound) {
-  std::vector<std::optional<uint64_t>> tas{c.constant_tensor_alignment};
-  if (c.inline_constants) {
-    for (uint64_t a : {32, 8, 64, 4, 1, 128}) tas.push_back(a);
-  }
-  // (A vector's data follows its 4-byte length, so alignments 1, 2 and 4
-  // write the same bytes: 4 stands for them.)
-  std::vector<std::optional<uint64_t>> das{std::nullopt};
-  if (da_bound) {
-    for (uint64_t a = *da_bound; a >= 4; a >>= 1) {
-      if (a != 16) das.push_back(a);
-    }
-  }
-  // The header padding shows the largest force_align in effect, which the
-  // data alone may not reveal. Without constants to show the tensor
-  // alignment, a program with delegates owes it to the delegate alignment
-  // (ExecuTorch writes both the same way when there are no constants).
-  for (uint64_t a = 32; a <= 4096; a <<= 1) {
-    if (ta_known || (any_delegate && !da_bound && !c.inline_constants)) {
-      if (!da_bound) das.push_back(a);
-    } else {
-      tas.push_back(a);
-    }
-  }
-  std::vector<AlignmentPair> aligns;
-  for (const auto& ta : tas) {
-    for (const auto& da : das) aligns.push_back({ta, da});
-  }
-  return aligns;
-}
-
-// Which producer's byte layout matches? Tries each with each candidate.
-bool MatchProducer(const PteFile& pte, const Package& pkg, const std::vector<AlignmentPair>& aligns,
-                   const std::vector<bool>& extract_choices, InferredConfig& out) {
-  Bytes original = pte.file().Sub(0, pte.program_size());
-  for (const auto& [ta, da] : aligns) {
-    for (FlatbufferOrder order :
-         {FlatbufferOrder::kFlatc, FlatbufferOrder::kPythonObjectApi, FlatbufferOrder::kFlatcLegacy}) {
-      for (bool extract : extract_choices) {
-        BackendConfig trial = out.config;
-        trial.extract_delegate_segments = extract;
-        trial.flatbuffer_order = order;
-        trial.constant_tensor_alignment = ta;
-        trial.delegate_alignment = da;
-        try {
-          PteLayout l = LayoutPte(pkg, trial);
-          if (l.head.size() == original.size && std::memcmp(l.head.data(), original.data, original.size) == 0) {
-            out.config = trial;
-            out.exact = true;
-            out.note = std::string("flatbuffer matches the ") + FlatbufferOrderName(order) + " layout";
-            return true;
-          }
-        } catch (const Error&) {
-        }
-      }
-    }
-  }
-  return false;
+  out.note +=
+      out.exact ? std::string("flatbuffer matches the ") + FlatbufferOrderName(out.config.flatbuffer_order) + " layout"
+                : "the inferred config does not reproduce the flatbuffer bytes; output will be equivalent, "
+                  "not identical";
 }
 
 }  // namespace
 
-// Reads each setting from the file's evidence (header, delegates, names,
-// segment offsets), then finds the producer and alignments whose layout
-// reproduces the flatbuffer bytes.
-InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds) {
+void InferredConfig::ApplyBlobAlignments(Package& pkg) const {
+  for (size_t i = 0; i < blobs.named.size() && i < pkg.named_data.size(); ++i) {
+    if (blobs.named[i]) pkg.named_data[i].alignment = blobs.named[i];
+  }
+  for (size_t f = 0; f < blobs.external.size() && f < pkg.external.size(); ++f) {
+    for (size_t i = 0; i < blobs.external[f].size() && i < pkg.external[f].entries.size(); ++i) {
+      if (blobs.external[f][i]) pkg.external[f].entries[i].alignment = blobs.external[f][i];
+    }
+  }
+}
+
+const Ambiguity* InferredConfig::Find(const std::string& field) const {
+  for (const auto& a : ambiguous) {
+    if (a.field == field) return &a;
+  }
+  return nullptr;
+}
+
+// Reads each setting from the file's evidence, then checks once that the
+// result reproduces the flatbuffer.
+InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds) {
   InferredConfig out;
   BackendConfig& c = out.config;
   const auto& program = *pte.program();
@@ -253,31 +439,16 @@ InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<c
   Plans plans;
   if (program.execution_plan()) plans.assign(program.execution_plan()->begin(), program.execution_plan()->end());
   const DelegateEvidence del = DelegatesOf(program, plans);
-  // Extraction leaves empty payloads inline, so delegates that are all inline
-  // and empty do not show whether it was on: both are tried, ExecuTorch's
-  // default (on) first.
-  c.extract_delegate_segments = del.any_segment || !del.any_delegate;
-  std::vector<bool> extract_choices{c.extract_delegate_segments};
-  if (del.any_delegate && !del.any_segment && !del.any_inline_data) extract_choices = {true, false};
+  InferExtraction(del, out);
   c.inline_constants = program.constant_buffer() && program.constant_buffer()->size() > 0;
   ReadEmitFlags(plans, c);
-  if (pte.segment_base_offset() != 0) {
-    std::vector<bool> own(pte.segments().size(), false);
-    if (program.named_data()) {
-      for (const auto* nd : *program.named_data()) {
-        if (nd->segment_index() < own.size()) own[nd->segment_index()] = true;
-      }
-    }
-    c.segment_alignment = InferSegmentAlignment(pte.program_size(), pte.segment_base_offset(), pte.segments(), own);
-  }
-  const bool ta_known = ConstantOffsetsKnown(program, c);
-  if (ta_known) c.constant_tensor_alignment = ConstantTensorAlignment(program, pkg);
-  SetNamedBlobAlignments(pte, c.segment_alignment, pkg);
-  ReadPtdAlignments(ptds, c, pkg);
-  const auto aligns = CandidateAlignments(c, ta_known, del.any_delegate, DelegateAlignmentBound(pte));
-  if (!MatchProducer(pte, pkg, aligns, extract_choices, out)) {
-    out.note = "no known producer reproduces the flatbuffer bytes; output will be equivalent, not identical";
-  }
+  InferSegmentAlignment(pte, out);
+  const FbObjects objs = WalkFlatbuffer(fb::ProgramSchema(), pte.file().data, pte.program_size());
+  InferTensorAndDelegateAlignment(pte, pkg, objs, del.any_delegate, out);
+  InferProducer(pte, objs, out);
+  NamedBlobAlignments(pte, pkg, out);
+  InferPtdAlignments(ptds, pkg, out);
+  Verify(pte, pkg, out);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The BackendConfig a file was written with, read back from its layout.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,16 +13,43 @@ namespace ptepack {
 class PteFile;
 class PtdFile;
 
-// The config that reproduces `pte` (and `ptds`) from their package form:
-// alignments, header flavour, and the flatbuffer producer whose byte layout
-// matches. `exact` is set when a candidate re-encodes the flatbuffer to the
-// very same bytes. Also sets the alignment each named blob of `pkg` needs to
-// land where it was.
+// A setting the file does not pin down: every power of two in [lo, hi] (or,
+// for a non-numeric setting, every value) writes the same bytes. The value
+// chosen is the one ExecuTorch's default producer makes where it fits.
+struct Ambiguity {
+  std::string field;  // ExecuTorch config field name ("delegate_alignment", ...)
+  uint64_t lo = 0;    // range that fits (0, 0 for a non-numeric setting)
+  uint64_t hi = 0;
+  std::string chosen;  // the value inferred
+  std::string why;     // what the file shows
+};
+
+// The alignment each blob needs to land where it was (1: none beyond the
+// segment alignment). Indexes follow Package::named_data and
+// Package::external[f].entries.
+struct BlobAlignments {
+  std::vector<uint64_t> named;
+  std::vector<std::vector<uint64_t>> external;
+};
+
+// The config that reproduces `pte` (and `ptds`) from their package form,
+// computed directly from the file's evidence: segment offsets and the
+// extended header give the segment alignment; constant offsets the constant
+// tensor alignment; inline vector padding and the header padding the
+// delegate alignment; delegate locations the extraction; the root table's
+// field order and empty-vector padding the flatbuffer producer. `exact` is
+// the verification pass: laying the package out with this config rewrites
+// the flatbuffer byte for byte.
 struct InferredConfig {
   BackendConfig config;
   bool exact = false;
   std::string note;
+  std::vector<Ambiguity> ambiguous;
+  BlobAlignments blobs;
+  // Sets each blob's alignment in `pkg` (the Package the file was read into).
+  void ApplyBlobAlignments(Package& pkg) const;
+  const Ambiguity* Find(const std::string& field) const;
 };
-InferredConfig InferConfig(const PteFile& pte, Package& pkg, const std::vector<const PtdFile*>& ptds = {});
+InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds = {});
 
 }  // namespace ptepack

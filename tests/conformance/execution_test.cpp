@@ -194,7 +194,9 @@ TEST(Execution, SameOutputsBeforeAndAfterRepacking) {
       ptds.push_back(ptd_files.back().get());
     }
     Package pkg = PackageFromPte(*pte, ptds);
-    const BackendConfig base = InferConfig(*pte, pkg, ptds).config;
+    const InferredConfig inf = InferConfig(*pte, pkg, ptds);
+    inf.ApplyBlobAlignments(pkg);
+    const BackendConfig base = inf.config;
     for (size_t f = 0; f < std::size(kForms); f++) {
       SCOPED_TRACE(kForms[f].name);
       BackendConfig config = base;

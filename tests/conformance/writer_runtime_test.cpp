@@ -440,7 +440,9 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
       ptds.push_back(ptd_files.back().get());
     }
     Package pkg = PackageFromPte(*pte, ptds);
-    const BackendConfig base = InferConfig(*pte, pkg, ptds).config;
+    const InferredConfig inf = InferConfig(*pte, pkg, ptds);
+    inf.ApplyBlobAlignments(pkg);
+    const BackendConfig base = inf.config;
 
     // References: the original as the deprecated-constant-buffer build sees it (it loads every
     // layout ExecuTorch ever wrote); for linear also the .ptd upgraded to the current layout.

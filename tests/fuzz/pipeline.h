@@ -79,6 +79,7 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
   try {
     Package pkg = PackageFromPte(*pte);
     InferredConfig inf = InferConfig(*pte, pkg);
+    inf.ApplyBlobAlignments(pkg);
     PteLayout layout = LayoutPte(pkg, inf.config);
     out = RenderPte(layout);
     if (out.size() != layout.total_size()) {

@@ -1,0 +1,101 @@
+#include "serialize/write/infer_evidence.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace ptepack {
+namespace {
+
+template <typename T>
+T Read(const uint8_t* buf, uint64_t pos) {
+  T v;
+  std::memcpy(&v, buf + pos, sizeof(T));
+  return v;
+}
+
+std::string ShortName(const reflection::Object& obj) {
+  std::string n = obj.name()->str();
+  auto dot = n.rfind('.');
+  return dot == std::string::npos ? n : n.substr(dot + 1);
+}
+
+class Walker {
+ public:
+  Walker(const fb::Schema& s, const uint8_t* buf, FbObjects& out) : s_(s), buf_(buf), out_(out) {}
+
+  void Table(const reflection::Object& obj, uint64_t t) {
+    if (!seen_.insert(t).second) return;
+    out_.starts.push_back(t);
+    uint64_t vt = static_cast<uint64_t>(static_cast<int64_t>(t) - Read<int32_t>(buf_, t));
+    out_.starts.push_back(vt);
+    uint16_t vtsize = Read<uint16_t>(buf_, vt);
+    const auto& fields = s_.FieldsById(obj);
+    for (size_t id = 0; id < fields.size(); ++id) {
+      const reflection::Field* f = fields[id];
+      if (f == nullptr || f->offset() + 2u > vtsize) continue;
+      uint16_t fo = Read<uint16_t>(buf_, vt + f->offset());
+      if (fo == 0) continue;
+      uint64_t pos = t + fo;
+      auto bt = f->type()->base_type();
+      if (bt == reflection::String) {
+        out_.starts.push_back(Target(pos));
+      } else if (bt == reflection::Obj) {
+        Table(s_.ObjectAt(f->type()->index()), Target(pos));
+      } else if (bt == reflection::Union) {
+        const reflection::Field* tf = id > 0 ? fields[id - 1] : nullptr;
+        uint8_t tag = 0;
+        if (tf && tf->offset() + 2u <= vtsize && Read<uint16_t>(buf_, vt + tf->offset()) != 0) {
+          tag = Read<uint8_t>(buf_, t + Read<uint16_t>(buf_, vt + tf->offset()));
+        }
+        if (const reflection::Object* m = s_.UnionMember(f->type()->index(), tag)) Table(*m, Target(pos));
+      } else if (bt == reflection::Vector) {
+        Vector(obj, *f, Target(pos));
+      }
+    }
+  }
+
+ private:
+  uint64_t Target(uint64_t pos) const { return pos + Read<uint32_t>(buf_, pos); }
+
+  void Vector(const reflection::Object& obj, const reflection::Field& f, uint64_t v) {
+    out_.starts.push_back(v);
+    uint32_t count = Read<uint32_t>(buf_, v);
+    auto et = f.type()->element();
+    if (et != reflection::String && et != reflection::Obj) {
+      out_.vectors.push_back({v, count, fb::ScalarSize(et), ShortName(obj) + "." + f.name()->str()});
+      return;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      uint64_t target = Target(v + 4 + 4ull * i);
+      if (et == reflection::String) {
+        out_.starts.push_back(target);
+      } else {
+        Table(s_.ObjectAt(f.type()->index()), target);
+      }
+    }
+  }
+
+  const fb::Schema& s_;
+  const uint8_t* buf_;
+  FbObjects& out_;
+  std::set<uint64_t> seen_;
+};
+
+}  // namespace
+
+uint64_t FbObjects::NextStart(uint64_t pos) const {
+  auto it = std::lower_bound(starts.begin(), starts.end(), pos);
+  return it == starts.end() ? end : *it;
+}
+
+FbObjects WalkFlatbuffer(const fb::Schema& schema, const uint8_t* buf, uint64_t size) {
+  FbObjects out;
+  out.end = size;
+  if (size >= 8) Walker(schema, buf, out).Table(schema.Root(), Read<uint32_t>(buf, 0));
+  std::sort(out.starts.begin(), out.starts.end());
+  out.starts.erase(std::unique(out.starts.begin(), out.starts.end()), out.starts.end());
+  return out;
+}
+
+}  // namespace ptepack
