@@ -17,13 +17,15 @@ const char* FlatbufferOrderName(FlatbufferOrder o) {
       return "flatc-legacy";
     case FlatbufferOrder::kPythonObjectApi:
       return "python";
+    case FlatbufferOrder::kPythonObjectApi2026:
+      return "python-2026";
   }
   return "?";
 }
 
 bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out) {
-  for (FlatbufferOrder o :
-       {FlatbufferOrder::kFlatc, FlatbufferOrder::kFlatcLegacy, FlatbufferOrder::kPythonObjectApi}) {
+  for (FlatbufferOrder o : {FlatbufferOrder::kFlatc, FlatbufferOrder::kFlatcLegacy, FlatbufferOrder::kPythonObjectApi,
+                            FlatbufferOrder::kPythonObjectApi2026}) {
     if (name == FlatbufferOrderName(o)) {
       *out = o;
       return true;
@@ -167,7 +169,8 @@ BackendConfig ConfigFromJson(const nlohmann::json& j) {
   if (j.contains("flatbuffer_order")) {
     std::string o = j["flatbuffer_order"].is_string() ? j["flatbuffer_order"].get<std::string>() : "";
     if (!ParseFlatbufferOrder(o, &c.flatbuffer_order)) {
-      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\" or \"python\"", j["flatbuffer_order"].dump());
+      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\", \"python\" or \"python-2026\"",
+          j["flatbuffer_order"].dump());
     }
   }
   get_bool("inline_constants", &c.inline_constants);

@@ -215,8 +215,8 @@ bool MatchProducer(const PteFile& pte, const Package& pkg, const std::vector<Ali
                    const std::vector<bool>& extract_choices, InferredConfig& out) {
   Bytes original = pte.file().Sub(0, pte.program_size());
   for (const auto& [ta, da] : aligns) {
-    for (FlatbufferOrder order :
-         {FlatbufferOrder::kFlatc, FlatbufferOrder::kPythonObjectApi, FlatbufferOrder::kFlatcLegacy}) {
+    for (FlatbufferOrder order : {FlatbufferOrder::kFlatc, FlatbufferOrder::kPythonObjectApi,
+                                  FlatbufferOrder::kPythonObjectApi2026, FlatbufferOrder::kFlatcLegacy}) {
       for (bool extract : extract_choices) {
         BackendConfig trial = out.config;
         trial.extract_delegate_segments = extract;
