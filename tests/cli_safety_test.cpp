@@ -235,9 +235,9 @@ TEST(CliSafety, ExtractNeverMixesOldAndNewFiles) {
   r = RunPtepack({"extract", FixturePath("add.pte"), "-o", out, "--force"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto index = nlohmann::json::parse(Slurp(out + "/index.json"));
-  std::set<std::string> listed = {"index.json", "program.json"};
-  for (const char* k : {"segments", "constants", "delegates", "named_data", "external"}) {
-    for (const auto& e : index[k]) listed.insert(e["file"].get<std::string>());
+  std::set<std::string> listed = {"index.json", "program.json", index["spec"], index["config"]};
+  for (const char* k : {"segments", "constants", "delegates", "mutable_data", "named_data", "external"}) {
+    for (const auto& e : index.value(k, nlohmann::json::array())) listed.insert(e["file"].get<std::string>());
   }
   auto now = Entries(out);
   EXPECT_EQ(std::set<std::string>(now.begin(), now.end()), listed);
