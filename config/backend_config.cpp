@@ -17,13 +17,15 @@ const char* FlatbufferOrderName(FlatbufferOrder o) {
       return "flatc-legacy";
     case FlatbufferOrder::kPythonObjectApi:
       return "python";
+    case FlatbufferOrder::kPythonObjectApi2026:
+      return "python-2026";
   }
   return "?";
 }
 
 bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out) {
-  for (FlatbufferOrder o :
-       {FlatbufferOrder::kFlatc, FlatbufferOrder::kFlatcLegacy, FlatbufferOrder::kPythonObjectApi}) {
+  for (FlatbufferOrder o : {FlatbufferOrder::kFlatc, FlatbufferOrder::kFlatcLegacy, FlatbufferOrder::kPythonObjectApi,
+                            FlatbufferOrder::kPythonObjectApi2026}) {
     if (name == FlatbufferOrderName(o)) {
       *out = o;
       return true;
@@ -166,7 +168,8 @@ class ConfigFields {
       }
     }
     if (j_.contains("flatbuffer_order") && !ParseFlatbufferOrder(Text("flatbuffer_order"), &c.flatbuffer_order)) {
-      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\" or \"python\"", j_["flatbuffer_order"].dump());
+      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\", \"python\" or \"python-2026\"",
+          j_["flatbuffer_order"].dump());
     }
   }
 

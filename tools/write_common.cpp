@@ -18,8 +18,8 @@ void AddOverrides(CLI::App* c, Overrides& o) {
   c->add_option("--emit-stacktrace", o.emit_stacktrace, "Keep (true) or drop (false) stack traces");
   c->add_option("--emit-mutable-buffer-names", o.emit_mutable_buffer_names, "Keep or drop mutable buffer names");
   c->add_option("--flatbuffer-order", o.order,
-                "Flatbuffer byte layout to produce: flatc, flatc-legacy or python (default: as the input)")
-      ->check(CLI::IsMember({"flatc", "flatc-legacy", "python"}));
+                "Flatbuffer byte layout to produce: flatc, flatc-legacy, python or python-2026 (default: as the input)")
+      ->check(CLI::IsMember({"flatc", "flatc-legacy", "python", "python-2026"}));
 }
 
 void Apply(const Overrides& o, BackendConfig& c) {

@@ -30,9 +30,13 @@ using ExternalTagFn = std::function<std::optional<std::string>(const ConstantTen
 
 // Which producer's flatbuffer byte layout the encoder reproduces: flatc
 // (ExecuTorch's C++/flatc path), flatc before FlatBuffers 24 ("flatc-legacy"),
-// or ExecuTorch's Python object-API serializer ("python").
-enum class FlatbufferOrder { kFlatc, kFlatcLegacy, kPythonObjectApi };
-const char* FlatbufferOrderName(FlatbufferOrder o);  // "flatc", "flatc-legacy", "python"
+// ExecuTorch's Python object-API serializer ("python", with the Python
+// flatbuffers package before 25.12.19, which shares a vtable between tables
+// of different sizes), or the same serializer with flatbuffers >= 25.12.19
+// ("python-2026": a vtable is shared only when the object size matches too).
+enum class FlatbufferOrder { kFlatc, kFlatcLegacy, kPythonObjectApi, kPythonObjectApi2026 };
+// "flatc", "flatc-legacy", "python", "python-2026"
+const char* FlatbufferOrderName(FlatbufferOrder o);
 bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out);
 
 enum class DynamicMemoryPlanningMode { kUpperBound = 0, kSymbolic = 1 };

@@ -133,7 +133,7 @@ class Emitter {
     vt[1] = static_cast<uint16_t>(vtloc - table_start_);
     for (auto& [voff, loc] : fields_) vt[voff / 2] = static_cast<uint16_t>(vtloc - loc);
     uint32_t vt_use = 0;
-    if (order_ != Order::kPythonObjectApi) {
+    if (!IsPython(order_)) {
       for (uint32_t pos : vtables_) {
         const uint8_t* old = &buf_[buf_.size() - pos];
         uint16_t old_size;
@@ -149,7 +149,10 @@ class Emitter {
         vtables_.push_back(vt_use);
       }
     } else {
+      // The Python builder keys its vtables by the field offsets; from
+      // flatbuffers 25.12.19 on, by the object size too.
       std::vector<uint16_t> key(vt.begin() + 2, vt.end());
+      if (order_ == Order::kPythonObjectApi2026) key.push_back(vt[1]);
       auto it = py_vtables_.find(key);
       if (it != py_vtables_.end()) {
         vt_use = it->second;
@@ -272,7 +275,7 @@ class Encoder {
         e_.AddOffset(f->offset(), child[id]);
       }
     };
-    if (o_.order != Order::kPythonObjectApi) {
+    if (!IsPython(o_.order)) {
       for (size_t size = 8; size > 0; size /= 2) {
         for (size_t id = fields.size(); id-- > 0;) {
           if (fields[id] && FieldSize(*fields[id]) == size) add(id);

@@ -14,6 +14,10 @@
 //    Python object API. Children are created in field order, fields are added
 //    in declaration order, vtables are shared when their field offsets match
 //    (object size is ignored), and force_align is applied even when empty.
+//  - Order::kPythonObjectApi2026: the same serializer with the Python
+//    flatbuffers package 25.12.19 or later, which shares a vtable only when
+//    the object size matches too (upstream's fix of issue #8653). Seen in
+//    2026 .pte files.
 //
 // The tree keeps presence (an absent vector differs from an empty one), which
 // both producers preserve. Scalar vectors are held as byte views, so decoding
@@ -34,6 +38,9 @@
 namespace ptepack::fb {
 
 using Order = FlatbufferOrder;  // the producers, named by the config
+
+// The Python object-API producers (children and fields in declaration order).
+inline bool IsPython(Order o) { return o == Order::kPythonObjectApi || o == Order::kPythonObjectApi2026; }
 
 struct Table;
 

@@ -3,8 +3,14 @@
 #include <flatbuffers/idl.h>
 
 #include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 
 #include "ptepack/error.h"
+#include "serialize/format/fbtree.h"
 
 namespace ptepack::schema {
 extern const uint8_t k_program_bfbs[];
@@ -12,51 +18,6 @@ extern const size_t k_program_bfbs_size;
 }  // namespace ptepack::schema
 
 namespace ptepack {
-
-namespace {
-
-// flatc prints infinite and NaN doubles as bare inf/nan, which is not JSON:
-// quote them ("inf", "-inf", "nan"); FlatBuffers' parser reads them back.
-std::string QuoteNonFinite(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) {
-        out += text[++i];
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      out += c;
-      continue;
-    }
-    if (c == '-' || c == '+' || c == 'i' || c == 'n') {
-      size_t j = i + ((c == '-' || c == '+') ? 1 : 0);
-      size_t k = j;
-      while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
-      const std::string word = text.substr(j, k - j);
-      if (word == "inf" || word == "nan" || word == "infinity") {
-        out += '"';
-        if (c == '-') out += '-';
-        out += word;
-        out += '"';
-        i = k - 1;
-        continue;
-      }
-    }
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::unique_ptr<flatbuffers::Parser> ProgramJsonParser() {
   flatbuffers::IDLOptions opts;
@@ -68,13 +29,147 @@ std::unique_ptr<flatbuffers::Parser> ProgramJsonParser() {
   return p;
 }
 
-std::string ProgramFlatbufferToJson(const uint8_t* flatbuffer) {
+namespace {
+
+// FlatBuffers' text printer writes a double with 12 digits after the point
+// (std::fixed): a float32 scale widened to double loses its low bits and
+// 1e-13 prints as 0, so the JSON would not give back the same program. Every
+// double of the tree is swapped for a placeholder integer the printer writes
+// exactly, and each placeholder's text is then replaced by the shortest text
+// that reads back as the very same double.
+class ExactDoubles {
+ public:
+  // Swaps the doubles of `t` (a clone: vectors get new storage).
+  void Swap(fb::Table& t) {
+    for (auto& v : t.fields) SwapValue(v);
+  }
+  std::string Restore(const std::string& text) const;
+  void ChooseBase(fb::Table& t);
+
+ private:
+  void SwapValue(fb::Value& v);
+  void Collect(const fb::Value& v);
+  double Placeholder(size_t i) const { return base_ + static_cast<double>(i); }
+
+  std::vector<double> values_;  // the i-th swapped double
+  std::vector<double> seen_;    // every double of the tree (to avoid as placeholders)
+  double base_ = 0x1p50;
+};
+
+double DoubleOf(uint64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+uint64_t BitsOf(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+void ExactDoubles::SwapValue(fb::Value& v) {
+  if (v.kind == fb::Value::Kind::kScalar && v.type == reflection::Double) {
+    values_.push_back(DoubleOf(v.bits));
+    v.bits = BitsOf(Placeholder(values_.size() - 1));
+  } else if (v.kind == fb::Value::Kind::kScalarVector && v.type == reflection::Double) {
+    std::vector<uint8_t> raw(v.scalars.size);
+    for (size_t i = 0; i + 8 <= raw.size(); i += 8) {
+      double d;
+      std::memcpy(&d, v.scalars.data + i, 8);
+      values_.push_back(d);
+      const double p = Placeholder(values_.size() - 1);
+      std::memcpy(raw.data() + i, &p, 8);
+    }
+    v.scalars = Bytes::Own(std::move(raw));
+  }
+  if (v.table) Swap(*v.table);
+  for (auto& e : v.elems) SwapValue(e);
+}
+
+void ExactDoubles::Collect(const fb::Value& v) {
+  if (v.kind == fb::Value::Kind::kScalar && v.type == reflection::Double) seen_.push_back(DoubleOf(v.bits));
+  if (v.kind == fb::Value::Kind::kScalarVector && v.type == reflection::Double) {
+    for (size_t i = 0; i + 8 <= v.scalars.size; i += 8) {
+      double d;
+      std::memcpy(&d, v.scalars.data + i, 8);
+      seen_.push_back(d);
+    }
+  }
+  if (v.table) {
+    for (const auto& f : v.table->fields) Collect(f);
+  }
+  for (const auto& e : v.elems) Collect(e);
+}
+
+// A placeholder range [base, base + n) that no double of the tree falls in.
+void ExactDoubles::ChooseBase(fb::Table& t) {
+  for (const auto& f : t.fields) Collect(f);
+  const double n = static_cast<double>(seen_.size());
+  for (base_ = 0x1p50; base_ < 0x1p52; base_ *= 2) {
+    bool clash = false;
+    for (double d : seen_) clash = clash || (d >= base_ && d < base_ + n);
+    if (!clash) return;
+  }
+  throw Error("internal-json", "cannot print the program's doubles exactly");
+}
+
+std::string ExactText(double d) {
+  if (std::isnan(d)) return "\"nan\"";
+  if (std::isinf(d)) return d < 0 ? "\"-inf\"" : "\"inf\"";
+  char buf[40];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, d);
+    if (std::strtod(buf, nullptr) == d && std::signbit(std::strtod(buf, nullptr)) == std::signbit(d)) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string ExactDoubles::Restore(const std::string& text) const {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < values_.size(); ++i) index[flatbuffers::NumToString(Placeholder(i))] = i;
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string || c == '"') {
+      out += c;
+      if (c == '\\' && in_string && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = !in_string;
+      }
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) && !values_.empty()) {
+      size_t j = i;
+      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
+      auto it = index.find(text.substr(i, j - i));
+      out += it == index.end() ? text.substr(i, j - i) : ExactText(values_[it->second]);
+      i = j - 1;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ProgramToJson(const fb::Table& program) {
+  auto copy = fb::Clone(program);
+  ExactDoubles doubles;
+  doubles.ChooseBase(*copy);
+  doubles.Swap(*copy);
+  fb::Encoded e = fb::Encode(fb::ProgramSchema(), *copy, fb::EncodeOptions{});
   auto parser = ProgramJsonParser();
   std::string out;
-  if (!flatbuffers::GenerateText(*parser, flatbuffer, &out)) {
+  if (!flatbuffers::GenerateText(*parser, e.data.data(), &out)) {
     throw Error("internal-json", "cannot print program as JSON");
   }
-  return QuoteNonFinite(out);
+  return doubles.Restore(out);
 }
 
 }  // namespace ptepack

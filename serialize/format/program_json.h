@@ -11,13 +11,19 @@ namespace flatbuffers {
 class Parser;
 }
 
+namespace ptepack::fb {
+struct Table;
+}
+
 namespace ptepack {
 
 // A parser for JSON of executorch_flatbuffer.Program (strict JSON).
 std::unique_ptr<flatbuffers::Parser> ProgramJsonParser();
 
-// The Program flatbuffer at `flatbuffer` (already verified) as JSON, with
-// infinite and NaN doubles quoted so the text is valid JSON.
-std::string ProgramFlatbufferToJson(const uint8_t* flatbuffer);
+// A program tree (executorch_flatbuffer.Program) as JSON that FlatBuffers'
+// parser reads back to the same values: every double printed exactly (the
+// shortest text that reads back as the same bits; infinite and NaN quoted,
+// "inf", "-inf", "nan", so the text is valid JSON).
+std::string ProgramToJson(const fb::Table& program);
 
 }  // namespace ptepack

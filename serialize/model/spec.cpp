@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "flat_tensor_views_generated.h"
 #include "program_generated.h"
 #include "ptepack/error.h"
 #include "serialize/format/program_json.h"
@@ -226,12 +227,96 @@ void AddDelegateData(const nlohmann::json& data, const std::string& base, prog::
   p.backend_delegate_data() = fb::OffsetVector(std::move(items), reflection::Obj);
 }
 
+// {"scalar_type": N, "sizes": [...], "dim_order": [...]}: a .ptd entry's
+// flat_tensor_flatbuffer.TensorLayout.
+std::shared_ptr<fb::Table> LayoutOf(const nlohmann::json& j) {
+  auto tl = ptd::TensorLayout<>::New();
+  ptd::TensorLayout layout{*tl};
+  layout.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(j.at("scalar_type").get<int>()));
+  layout.set_sizes(j.at("sizes").get<std::vector<int32_t>>());
+  layout.set_dim_order(Bytes::Own(j.at("dim_order").get<std::vector<uint8_t>>()));
+  return tl;
+}
+
 NamedBlob BlobOf(const nlohmann::json& e, const std::string& base, const std::string& where) {
   NamedBlob b;
   b.key = e.at("key").get<std::string>();
   b.alignment = e.value("alignment", uint64_t{1});
   b.data = Data(e, base, where + "\"" + b.key + "\"");
+  if (e.contains("tensor_layout")) b.tensor_layout = LayoutOf(e["tensor_layout"]);
+  b.legacy_tensor = e.value("legacy_tensor", false);
   return b;
+}
+
+// "external": {"TAG": [ENTRY, ...]}, or {"TAG": {"legacy": {...}, "entries":
+// [...]}} for a .ptd in the FlatTensor layout of before June 2025.
+ExternalFile ExternalOf(const std::string& tag, const nlohmann::json& v, const std::string& base) {
+  ExternalFile ef;
+  ef.tag = tag;
+  const nlohmann::json* entries = &v;
+  if (v.is_object()) {
+    entries = &v.at("entries");
+    if (v.contains("legacy")) {
+      const auto& l = v["legacy"];
+      ef.legacy = true;
+      ef.legacy_tensor_alignment = l.value("tensor_alignment", uint32_t{16});
+      ef.legacy_named_data_field = l.value("named_data_field", true);
+    }
+  }
+  for (const auto& e : *entries) ef.entries.push_back(BlobOf(e, base, ef.tag + ".ptd "));
+  return ef;
+}
+
+// The byte offset of `"key"` directly inside the top-level "program" object
+// of a spec's text (0 if not found): where a rejected field is.
+uint64_t ProgramKeyOffset(const std::string& text, const std::string& key) {
+  const std::string quoted = "\"" + key + "\"";
+  size_t depth = 0;
+  bool in_program = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      size_t j = i + 1;
+      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      if (depth == 1) in_program = text.compare(i, j + 1 - i, "\"program\"") == 0;
+      if (depth == 2 && in_program && text.compare(i, j + 1 - i, quoted) == 0) return i;
+      i = j;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return 0;
+}
+
+// A spec's program is the package form: its segments and constant segment
+// are laid out by `pack`. extract's program.json (the file as laid out) has
+// them filled in, and packing it would add segments on top of them.
+void RejectLaidOut(const prog::Program<>& p, const std::string& text, const std::string& base) {
+  const char* field = nullptr;
+  std::string found;
+  if (p.segments().present() && !p.segments().elems.empty()) {
+    field = "segments";
+    found = std::to_string(p.segments().elems.size()) + " segments";
+  } else if (p.constant_segment().table &&
+             prog::SubsegmentOffsets{*p.constant_segment().table}.get_offsets().size() > 1) {
+    // (offsets [0] alone is the empty placeholder: nothing laid out)
+    field = "constant_segment";
+    found =
+        std::to_string(prog::SubsegmentOffsets{*p.constant_segment().table}.get_offsets().size()) + " constant offsets";
+  }
+  if (!field) return;
+  Finding f;
+  f.code = "bad-spec";
+  f.file = base;
+  f.offset = ProgramKeyOffset(text, field);
+  f.message = std::string("program.") + field +
+              " is already laid out (pack places segments itself); this looks like extract's program.json: "
+              "use the spec.json beside it";
+  f.expected = std::string("no ") + field;
+  f.found = found;
+  throw Error(std::move(f));
 }
 
 }  // namespace
@@ -248,6 +333,7 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
     pkg.program = ProgramFromJson(spec["program"], base);
   }
   prog::Program p{*pkg.program};
+  RejectLaidOut(p, text, base);
   if (spec.contains("constants")) AddConstants(spec["constants"], base, p);
   if (spec.contains("delegate_data")) AddDelegateData(spec["delegate_data"], base, p);
   if (spec.contains("mutable_data")) {
@@ -262,10 +348,7 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
   }
   if (spec.contains("external")) {
     for (auto it = spec["external"].begin(); it != spec["external"].end(); ++it) {
-      ExternalFile ef;
-      ef.tag = it.key();
-      for (const auto& e : it.value()) ef.entries.push_back(BlobOf(e, base, ef.tag + ".ptd "));
-      pkg.external.push_back(std::move(ef));
+      pkg.external.push_back(ExternalOf(it.key(), it.value(), base));
     }
   }
   return pkg;

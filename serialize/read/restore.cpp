@@ -1,6 +1,7 @@
 #include "serialize/read/restore.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "flat_tensor_views_generated.h"
@@ -29,23 +30,41 @@ std::vector<Bytes> SplitSegment(const Bytes& seg, const std::vector<uint64_t>& o
   return out;
 }
 
-// Delegate payloads in segments go back inline.
+// The inline entry that holds `data`, added if no entry restored from a
+// segment holds the same bytes yet. ExecuTorch's emitter stores identical
+// payloads once (exir/emit/_emitter.py keys backend_delegate_data by the
+// sha256 of the processed bytes), so delegates sharing a segment, or
+// segments of equal content, share one entry again.
+uint32_t InlineEntryFor(fb::Value& bdd, const Bytes& data, std::vector<uint32_t>& restored) {
+  for (uint32_t i : restored) {
+    const Bytes& have = BackendDelegateInlineData{*bdd.elems[i].table}.get_data();
+    if (have.size == data.size && (have.data == data.data || std::memcmp(have.data, data.data, data.size) == 0)) {
+      return i;
+    }
+  }
+  auto inl = BackendDelegateInlineData<>::New();
+  BackendDelegateInlineData{*inl}.set_data(data);
+  if (!bdd.present()) bdd = fb::OffsetVector({}, reflection::Obj);
+  bdd.elems.push_back(fb::TableValue(inl));
+  restored.push_back(static_cast<uint32_t>(bdd.elems.size() - 1));
+  return restored.back();
+}
+
+// Delegate payloads in segments go back inline, one entry per distinct payload.
 void InlineDelegates(Program<>& p, const std::vector<Bytes>& seg) {
   auto& bdd = p.backend_delegate_data();
+  std::vector<uint32_t> restored;  // entries made from segments
   for (auto& plan : p.execution_plan().elems) {
     for (auto& del : ExecutionPlan{*plan.table}.delegates().elems) {
       auto& processed = BackendDelegate{*del.table}.processed();
       if (!processed.table) continue;
       const BackendDelegateDataReference old{*processed.table};
       if (old.get_location() != DataLocation::SEGMENT) continue;
-      auto inl = BackendDelegateInlineData<>::New();
-      BackendDelegateInlineData{*inl}.set_data(seg.at(old.get_index()));
-      if (!bdd.present()) bdd = fb::OffsetVector({}, reflection::Obj);
-      bdd.elems.push_back(fb::TableValue(inl));
+      const uint32_t index = InlineEntryFor(bdd, seg.at(old.get_index()), restored);
       auto r = BackendDelegateDataReference<>::New();
       BackendDelegateDataReference ref{*r};
       ref.set_location(DataLocation::INLINE);
-      ref.set_index(static_cast<uint32_t>(bdd.elems.size() - 1));
+      ref.set_index(index);
       processed = fb::TableValue(r);
     }
   }

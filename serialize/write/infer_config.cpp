@@ -449,6 +449,17 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::ve
   NamedBlobAlignments(pte, pkg, out);
   InferPtdAlignments(ptds, pkg, out);
   Verify(pte, pkg, out);
+  // The Python flatbuffers package changed its vtable sharing in 25.12.19
+  // (a vtable is shared only when the object size matches too): the two
+  // python rules differ only where tables with the same field offsets have
+  // different sizes, which re-encoding with the newer rule shows.
+  if (!out.exact && c.flatbuffer_order == FlatbufferOrder::kPythonObjectApi) {
+    InferredConfig newer = out;
+    newer.config.flatbuffer_order = FlatbufferOrder::kPythonObjectApi2026;
+    newer.note.clear();
+    Verify(pte, pkg, newer);
+    if (newer.exact) out = std::move(newer);
+  }
   return out;
 }
 

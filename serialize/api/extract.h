@@ -1,0 +1,51 @@
+// `extract` as library functions: a checked program's parts as files, with a
+// spec.json and config.json that `pack` turns back into the same bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ptepack/bytes.h"
+#include "serialize/api/read_api.h"
+#include "serialize/write/infer_config.h"
+
+namespace ptepack {
+
+struct ExtractedFile {
+  std::string name;  // relative to the output directory
+  Bytes data;
+};
+
+// Everything `extract` writes for one program, in the order written:
+//  - program.json: the file's flatbuffer as JSON, as laid out (segments,
+//    constant_segment and offsets filled in: a picture of the file);
+//  - segment_<i>.bin: each segment as stored;
+//  - constant_<i>.bin, delegate_<i>.bin, mutable_<i>.bin, named_<i>.bin,
+//    <tag>_<i>.bin: the program's data in package form (no padding);
+//  - spec.json: a `pack` spec of the package form (the program without its
+//    laid-out segments, constants and delegate payloads referring to the
+//    files above) and config.json: the inferred config; `ptepack pack
+//    config.json spec.json` rebuilds the input, byte for byte when
+//    `inferred.exact`;
+//  - index.json: which file is which.
+struct Extraction {
+  std::vector<ExtractedFile> files;
+  InferredConfig inferred;
+};
+Extraction ExtractProgram(const ValidInput& in);
+
+// Where an extraction goes: absent, an empty directory, or (with `force`) an
+// earlier extract (a directory holding index.json). Throws
+// Error("output-symlink" / "output-not-directory" / "output-exists").
+struct ExtractTarget {
+  std::string dir;
+  bool exists = false;
+  bool non_empty = false;
+};
+ExtractTarget CheckExtractTarget(const std::string& dir, bool force);
+
+// Fills a temporary directory beside the target, syncs it and renames it into
+// place (the replaced directory goes): all or nothing, interruptible.
+void WriteExtraction(const Extraction& x, const ExtractTarget& target);
+
+}  // namespace ptepack
