@@ -54,6 +54,7 @@ void RegisterInspect(CLI::App& app) {
                 "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
                 "(\"\" lists all): value index, dtype, shape, bytes, location");
   c->callback([o, method, tensor]() {
+    if (o->ptds.empty() && InspectBpte(o->file, o->json)) return;
     ReadOptions ro;
     ro.segment_alignment = o->segment_alignment;
     ro.tensor_alignment = o->tensor_alignment;

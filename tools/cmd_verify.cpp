@@ -28,6 +28,10 @@ void RegisterVerify(CLI::App& app) {
                 "naming the segment")
       ->check(CLI::ExistingFile);
   c->callback([o, io, checksum, strict]() {
+    if (o->ptds.empty() && io->manifest.empty() && io->write_manifest.empty() && !*checksum &&
+        VerifyBpte(o->file, o->json, *strict)) {
+      return;
+    }
     ReadOptions ro;
     ro.segment_alignment = o->segment_alignment;
     ro.tensor_alignment = o->tensor_alignment;

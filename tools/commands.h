@@ -31,6 +31,11 @@ void RegisterDiff(CLI::App& app);
 void RegisterGraph(CLI::App& app);
 void RegisterSize(CLI::App& app);
 void RegisterMap(CLI::App& app);
+void RegisterBpte(CLI::App& app);
+// inspect/verify of a BundledProgram (recognised by its file identifier, not
+// its name): false if `file` is not one (nothing printed).
+bool InspectBpte(const std::string& file, bool json);
+bool VerifyBpte(const std::string& file, bool json, bool strict);
 
 // `s` with control characters (and DEL) shown as \xNN, so that names read
 // from a file cannot drive the user's terminal.

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   RegisterGraph(app);
   RegisterSize(app);
   RegisterMap(app);
+  RegisterBpte(app);
   // `ptepack help [CMD]`, and a mistyped subcommand named with a suggestion.
   if (argc >= 2 && argv[1][0] != '-') {
     std::string word = argv[1];
