@@ -89,7 +89,8 @@ void RegisterBuild(CLI::App* bpte) {
   c->add_option("-o,--output", o->out, "Output .bpte")->required();
   c->add_option("--flatbuffer-order", o->order,
                 "flatc (ExecuTorch's flatc JSON path, which wrote the real files; default) or python (its "
-                "Python builder)");
+                "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
+                "builder)");
   c->add_flag("--dry-run", o->dry_run, "Say what would be written; write nothing");
   c->callback([o]() {
     FlatbufferOrder order;
