@@ -56,9 +56,9 @@ void RegisterExtractTests(CLI::App* bpte) {
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("extract-tests",
-                                 std::string("Write the test cases as DIR/tests.json plus one raw file per tensor "
-                                             "(what `bpte build` reads).\n") +
-                                     bpte::kTestsJsonHelp);
+                                 "Write the test cases as DIR/tests.json plus one raw file per tensor (what `bpte "
+                                 "build` reads)");
+  c->footer(bpte::kTestsJsonHelp);
   c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
   c->add_option("DIR", o->dir, "Output directory (filled under a temporary name, then renamed into place)")->required();
   c->add_flag("--force", o->force, "Replace an existing non-empty directory that holds a tests.json");
@@ -79,11 +79,10 @@ void RegisterBuild(CLI::App* bpte) {
     bool dry_run = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* c =
-      bpte->add_subcommand("build", std::string("Build a BundledProgram from a .pte and test cases (tests.json + raw "
-                                                "tensor files). The output is read back and checked before it "
-                                                "replaces anything.\n") +
-                                        bpte::kTestsJsonHelp);
+  auto* c = bpte->add_subcommand("build",
+                                 "Build a BundledProgram from a .pte and test cases (tests.json + raw tensor files). "
+                                 "The output is read back and checked before it replaces anything");
+  c->footer(bpte::kTestsJsonHelp);
   c->add_option("PTE", o->pte, "Program to wrap (copied byte for byte)")->required()->check(CLI::ExistingFile);
   c->add_option("TESTS", o->tests, "tests.json")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", o->out, "Output .bpte")->required();
@@ -128,6 +127,7 @@ void RegisterBpte(CLI::App& app) {
                                "BundledProgram (.bpte) files: a program with test inputs and expected outputs. "
                                "`inspect` and `verify` read them too.");
   c->require_subcommand(1);
+  c->footer(bpte::kTestsJsonHelp);
   RegisterExtractProgram(c);
   RegisterExtractTests(c);
   RegisterBuild(c);
