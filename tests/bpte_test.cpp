@@ -444,3 +444,35 @@ TEST(BpteOracle, RuntimeRunsEveryTestCaseOfWhatWeWrite) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// Inputs fuzz_bpte_reader crashed on (testdata/regressions/*.bpte): read, described and turned
+// into a tests directory (or refused with an Error), with the finding the reader now reports.
+TEST(BpteRegressions, FuzzerInputs) {
+  const std::string dir = std::string(PTEPACK_SOURCE_DIR) + "/testdata/regressions";
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".bpte") continue;
+    ++n;
+    auto f = bpte::BpteFile::Open(e.path().string());
+    (void)bpte::RenderBpteText(bpte::DescribeBpte(*f));
+    try {
+      (void)bpte::TestsToFiles(f->content(), e.path().string());
+    } catch (const Error& x) {
+      EXPECT_NE(x.finding().file, "") << x.what();
+    }
+  }
+  EXPECT_GE(n, 1u);
+  // Crashed nlohmann::json's dump in TestsToFiles (a method name that is not UTF-8).
+  auto f = bpte::BpteFile::Open(dir + "/bpte_method_name_not_utf8.bpte");
+  ASSERT_NE(FindCode(f->report(), "bpte-method-name-utf8"), nullptr);
+  EXPECT_THROW(bpte::TestsToFiles(f->content(), "x.bpte"), Error);
+  auto r = RunCli({"bpte", "extract-tests", dir + "/bpte_method_name_not_utf8.bpte", TempDir("bpte_reg") + "/t"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bpte_method_name_not_utf8.bpte: error at offset"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ptepack

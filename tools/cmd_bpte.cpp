@@ -65,7 +65,7 @@ void RegisterExtractTests(CLI::App* bpte) {
   c->callback([o]() {
     auto f = OpenValid(o->in, false);
     if (!f) return void(g_exit = kInvalid);
-    bpte::WriteTestsDirectory(o->dir, f->content(), o->force);
+    bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
     size_t cases = 0;
     for (const auto& s : f->content().suites) cases += s.test_cases.size();
     std::cout << "extracted " << cases << " test case(s) to " << o->dir << "/\n";

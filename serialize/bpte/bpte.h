@@ -127,7 +127,8 @@ std::vector<uint8_t> EncodeBpte(const BundledProgramData& data, FlatbufferOrder 
 
 // The tests directory: tests.json (format: kTestsJsonHelp) and one raw file
 // per tensor. TestsToFiles returns (relative name, bytes), tests.json first.
-std::vector<std::pair<std::string, Bytes>> TestsToFiles(const BundledProgramData& data);
+// `source` names the .bpte in errors (a method name that is not UTF-8).
+std::vector<std::pair<std::string, Bytes>> TestsToFiles(const BundledProgramData& data, const std::string& source = {});
 // Reads tests.json and the tensor files it names (relative to its folder).
 // Throws Error (bad-json / open-failed / ...) with the file and what is wrong.
 BundledProgramData LoadTests(const std::string& tests_json_path);
@@ -145,6 +146,7 @@ void WriteOutputFile(const std::string& out, const Bytes& data, const std::vecto
 // Writes the tests directory (TestsToFiles) into `dir`: filled under a
 // temporary name beside it and renamed into place. An existing non-empty
 // directory is replaced only with `force`, and only if it holds tests.json.
-void WriteTestsDirectory(const std::string& dir, const BundledProgramData& data, bool force);
+void WriteTestsDirectory(const std::string& dir, const BundledProgramData& data, bool force,
+                         const std::string& source = {});
 
 }  // namespace ptepack::bpte

@@ -37,7 +37,8 @@ void WriteOutputFile(const std::string& out, const Bytes& data, const std::vecto
   f.Commit();
 }
 
-void WriteTestsDirectory(const std::string& dir, const BundledProgramData& data, bool force) {
+void WriteTestsDirectory(const std::string& dir, const BundledProgramData& data, bool force,
+                         const std::string& source) {
   const fs::path target(dir);
   std::error_code ec;
   const auto st = fs::symlink_status(target, ec);
@@ -55,7 +56,7 @@ void WriteTestsDirectory(const std::string& dir, const BundledProgramData& data,
          "replace it even with --force",
          dir);
   }
-  const auto files = TestsToFiles(data);
+  const auto files = TestsToFiles(data, source);
   WritingScope writing;
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);

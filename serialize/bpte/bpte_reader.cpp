@@ -216,6 +216,10 @@ void BpteFile::CheckSuites() {
   const efb::Program* prog = program_ ? program_->program() : nullptr;
   std::set<std::string> seen;
   for (const MethodTestSuite& s : content_.suites) {
+    if (!IsValidUtf8(s.method_name.data(), s.method_name.size())) {
+      report_.Error("bpte-method-name-utf8", "test suite's method name is not valid UTF-8", s.offset, "UTF-8 text",
+                    std::to_string(s.method_name.size()) + " bytes that are not");
+    }
     if (!seen.insert(s.method_name).second) {
       report_.Warn("bpte-duplicate-method",
                    "two test suites for method \"" + s.method_name + "\" (the runtime uses only the first)", s.offset,
