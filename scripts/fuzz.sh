@@ -9,7 +9,8 @@
 #   FUZZ_SEED=1 scripts/fuzz.sh               # a fixed mutation sequence (what CI runs),
 #                                             # so a failure there replays here
 # Targets: fuzz_pte_reader, fuzz_ptd_reader, fuzz_spec_reader (pack specs and
-# configs as JSON), fuzz_bundle_reader (.ptebundle index and members).
+# configs as JSON), fuzz_bundle_reader (.ptebundle index and members),
+# fuzz_bpte_reader (BundledProgram .bpte files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -19,7 +20,7 @@ JOBS=${FUZZ_BUILD_JOBS:-2}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 FIXTURES=${PTEPACK_FIXTURES_DIR:-$ROOT/../shared/fixtures/executorch}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_pte_reader fuzz_ptd_reader fuzz_spec_reader fuzz_bundle_reader)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_pte_reader fuzz_ptd_reader fuzz_spec_reader fuzz_bundle_reader fuzz_bpte_reader)
 
 # -O1: a plain Debug build (-O0) runs several times slower under the sanitizers.
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPTEPACK_SANITIZE=ON \
@@ -36,6 +37,7 @@ for t in "${TARGETS[@]}"; do
     fuzz_ptd_reader) pattern='*.ptd' ;;
     fuzz_spec_reader) pattern='*.json' ;;
     fuzz_bundle_reader) pattern='*.ptebundle' ;;
+    fuzz_bpte_reader) pattern='*.bpte' ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
   esac
   corpus=$BUILD/corpus/$t

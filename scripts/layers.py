@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = [
     ["tools", "bench", "python"],
     ["serialize/api"],
-    ["serialize/bundle", "serialize/insight"],
+    ["serialize/bundle", "serialize/insight", "serialize/bpte"],
     ["serialize/write"],
     ["serialize/read"],
     ["serialize/model"],

@@ -52,6 +52,9 @@ bool AllOk(const LoadedFiles& l) {
 // One file: printed as text, or (json != null) returned as JSON; `stream` prints a lone
 // .ptd's JSON entry by entry instead (one file only).
 int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool stream) {
+  if (in.file != "-" && in.ptds.empty()) {
+    if (auto rc = InspectBpte(in.file, json)) return *rc;
+  }
   ReadOptions ro;
   ro.segment_alignment = o.common.segment_alignment;
   ro.tensor_alignment = o.common.tensor_alignment;

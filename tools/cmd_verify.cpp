@@ -58,6 +58,9 @@ void PrintText(const std::string& file, const VerifyOpts& o, const Verdict& v, b
 
 // Judges one file; prints it as text, or returns its JSON in `json`.
 int VerifyOne(const Input& in, const VerifyOpts& o, nlohmann::json* json) {
+  if (in.file != "-" && in.ptds.empty() && !o.sums()) {
+    if (auto rc = VerifyBpte(in.file, o.strict, o.common.quiet, json)) return *rc;
+  }
   ReadOptions ro;
   ro.segment_alignment = o.common.segment_alignment;
   ro.tensor_alignment = o.common.tensor_alignment;

@@ -12,6 +12,8 @@ extern const uint8_t k_flat_tensor_bfbs[];
 extern const size_t k_flat_tensor_bfbs_size;
 extern const uint8_t k_flat_tensor_legacy_bfbs[];
 extern const size_t k_flat_tensor_legacy_bfbs_size;
+extern const uint8_t k_bundled_program_bfbs[];
+extern const size_t k_bundled_program_bfbs_size;
 }  // namespace ptepack::schema
 
 namespace ptepack::fb {
@@ -472,6 +474,11 @@ const Schema& FlatTensorSchema() {
 
 const Schema& FlatTensorLegacySchema() {
   static const Schema s(schema::k_flat_tensor_legacy_bfbs, schema::k_flat_tensor_legacy_bfbs_size);
+  return s;
+}
+
+const Schema& BundledProgramSchema() {
+  static const Schema s(schema::k_bundled_program_bfbs, schema::k_bundled_program_bfbs_size);
   return s;
 }
 

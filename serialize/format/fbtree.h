@@ -90,6 +90,8 @@ class Schema {
 const Schema& ProgramSchema();
 const Schema& FlatTensorSchema();
 const Schema& FlatTensorLegacySchema();
+// BundledProgram (.bpte) schema.
+const Schema& BundledProgramSchema();
 
 // Decodes a verified flatbuffer (root offset at buf[0]) into a tree.
 // `owner` keeps `buf` alive for the scalar-vector views in the result.

@@ -1,0 +1,176 @@
+// `ptepack bpte ...` (BundledProgram files), and inspect/verify of a .bpte.
+// Argument parsing and printing only; the work is serialize/bpte's.
+#include <iostream>
+#include <optional>
+
+#include "serialize/bpte/bpte.h"
+#include "serialize/read/describe.h"
+#include "tools/commands.h"
+
+namespace ptepack::cli {
+namespace {
+
+void PrintFindings(const Report& r) {
+  for (const auto& f : r.findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
+}
+
+// An input that is not a readable BundledProgram stops the command (exit 1).
+std::unique_ptr<bpte::BpteFile> OpenValid(const std::string& in, bool need_valid_program) {
+  auto f = bpte::BpteFile::Open(in);
+  if (!f->decoded() || f->content().program.size == 0 || (need_valid_program && !f->ok())) {
+    PrintFindings(f->report());
+    std::cerr << in << ": INVALID\n";
+    return nullptr;
+  }
+  return f;
+}
+
+void RegisterExtractProgram(CLI::App* bpte) {
+  struct Opts {
+    std::string in, out;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = bpte->add_subcommand("extract-program", "Write the wrapped .pte program, byte for byte");
+  c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", o->out, "Output .pte")->required();
+  c->add_flag("--force", o->force, "Write the program even if it does not verify");
+  c->callback([o]() {
+    auto f = OpenValid(o->in, false);
+    if (!f) return void(g_exit = kInvalid);
+    if (!f->program_ok() && !o->force) {
+      PrintFindings(f->report());
+      std::cerr << o->in << ": the wrapped program is invalid; --force writes it anyway\n";
+      return void(g_exit = kInvalid);
+    }
+    bpte::WriteOutputFile(o->out, f->content().program, {o->in});
+    std::cout << "wrote " << o->out << " (" << f->content().program.size << " bytes, from offset "
+              << f->program_offset() << ")\n";
+    g_exit = kOk;
+  });
+}
+
+void RegisterExtractTests(CLI::App* bpte) {
+  struct Opts {
+    std::string in, dir;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = bpte->add_subcommand("extract-tests",
+                                 "Write the test cases as DIR/tests.json plus one raw file per tensor (what `bpte "
+                                 "build` reads)");
+  c->footer(bpte::kTestsJsonHelp);
+  c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
+  c->add_option("DIR", o->dir, "Output directory (filled under a temporary name, then renamed into place)")->required();
+  c->add_flag("--force", o->force, "Replace an existing non-empty directory that holds a tests.json");
+  c->callback([o]() {
+    auto f = OpenValid(o->in, false);
+    if (!f) return void(g_exit = kInvalid);
+    bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
+    size_t cases = 0;
+    for (const auto& s : f->content().suites) cases += s.test_cases.size();
+    std::cout << "extracted " << cases << " test case(s) to " << o->dir << "/\n";
+    g_exit = kOk;
+  });
+}
+
+void RegisterBuild(CLI::App* bpte) {
+  struct Opts {
+    std::string pte, tests, out, order = "flatc";
+    bool dry_run = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = bpte->add_subcommand("build",
+                                 "Build a BundledProgram from a .pte and test cases (tests.json + raw tensor files). "
+                                 "The output is read back and checked before it replaces anything");
+  c->footer(bpte::kTestsJsonHelp);
+  c->add_option("PTE", o->pte, "Program to wrap (copied byte for byte)")->required()->check(CLI::ExistingFile);
+  c->add_option("TESTS", o->tests, "tests.json")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", o->out, "Output .bpte")->required();
+  c->add_option("--flatbuffer-order", o->order,
+                "flatc (ExecuTorch's flatc JSON path, which wrote the real files; default) or python (its "
+                "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
+                "builder)");
+  c->add_flag("--dry-run", o->dry_run, "Say what would be written; write nothing");
+  c->callback([o]() {
+    FlatbufferOrder order;
+    if (!ParseFlatbufferOrder(o->order, &order)) {
+      throw Error("usage", "--flatbuffer-order: expected flatc or python, found \"" + EscapeControl(o->order) + "\"");
+    }
+    bpte::BundledProgramData d = bpte::LoadTests(o->tests);
+    d.program = MappedFile::Open(o->pte)->All();
+    std::vector<uint8_t> bytes = bpte::EncodeBpte(d, order);
+    auto check = bpte::BpteFile::FromBytes(Bytes::View(bytes.data(), bytes.size()), o->out);
+    if (!check->ok()) {
+      PrintFindings(check->report());
+      throw Error(Finding{Finding::Severity::kError,
+                          "output-invalid",
+                          "the BundledProgram would not be valid (see above); nothing written",
+                          o->out,
+                          {},
+                          {},
+                          {}});
+    }
+    if (o->dry_run) {
+      std::cout << "would write " << o->out << " (" << bytes.size() << " bytes)\n";
+      return void(g_exit = kOk);
+    }
+    bpte::WriteOutputFile(o->out, Bytes::View(bytes.data(), bytes.size()), {o->pte, o->tests});
+    std::cout << "wrote " << o->out << " (" << bytes.size() << " bytes)\n";
+    g_exit = kOk;
+  });
+}
+
+}  // namespace
+
+void RegisterBpte(CLI::App& app) {
+  auto* c = app.add_subcommand("bpte",
+                               "BundledProgram (.bpte) files: a program with test inputs and expected outputs. "
+                               "`inspect` and `verify` read them too.");
+  c->require_subcommand(1);
+  c->footer(bpte::kTestsJsonHelp);
+  RegisterExtractProgram(c);
+  RegisterExtractTests(c);
+  RegisterBuild(c);
+}
+
+std::optional<int> InspectBpte(const std::string& file, nlohmann::json* json) {
+  if (!bpte::IsBpteFile(file)) return std::nullopt;
+  auto f = bpte::BpteFile::Open(file);
+  nlohmann::json d = bpte::DescribeBpte(*f);
+  if (json) {
+    *json = std::move(d);
+  } else {
+    std::cout << EscapeControl(bpte::RenderBpteText(d), /*keep_newlines=*/true);
+  }
+  return f->ok() ? kOk : kInvalid;
+}
+
+std::optional<int> VerifyBpte(const std::string& file, bool strict, bool quiet, nlohmann::json* json) {
+  if (!bpte::IsBpteFile(file)) return std::nullopt;
+  auto f = bpte::BpteFile::Open(file);
+  const size_t warnings = f->report().findings().size() - f->report().error_count();
+  const bool ok = f->ok() && !(strict && warnings > 0);
+  if (json) {
+    *json = nlohmann::json{{"file", file},
+                           {"format", "bpte"},
+                           {"valid", ok},
+                           {"strict", strict},
+                           {"not_checked", nlohmann::json::array()},
+                           {"findings", FindingsJson({&f->report()})}};
+  } else {
+    PrintFindings(f->report());
+    if (!ok) {
+      std::cerr << file << ": INVALID" << (strict && warnings > 0 ? " (--strict: warnings fail)" : "") << "\n";
+    } else if (!quiet) {
+      size_t cases = 0;
+      for (const auto& s : f->content().suites) cases += s.test_cases.size();
+      std::cout << file << ": OK (BundledProgram: " << f->content().suites.size() << " method test suite(s), " << cases
+                << " test case(s))" << (warnings ? " with " + std::to_string(warnings) + " warning(s)" : std::string())
+                << "\n";
+    }
+  }
+  return ok ? kOk : kInvalid;
+}
+
+}  // namespace ptepack::cli
