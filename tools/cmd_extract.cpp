@@ -166,6 +166,7 @@ void RegisterExtract(CLI::App& app) {
     // renamed into place (10,000 files: one sync, not 10,000).
     AtomicFile::Options unsynced;
     unsynced.sync = false;
+    unsynced.direct = true;  // the directory is new and ours: no temp name and rename per file
     for (const auto& [name, b] : files) {
       ThrowIfInterrupted();
       AtomicFile f((tmp / name).string(), unsynced);
