@@ -233,6 +233,7 @@ void FillDirectory(const Extraction& x, const fs::path& tmp) {
   // renamed into place (10,000 files: one sync, not 10,000).
   AtomicFile::Options unsynced;
   unsynced.sync = false;
+  unsynced.direct = true;  // the directory is new and ours: no temp name and rename per file
   for (const auto& f : x.files) {
     ThrowIfInterrupted();
     AtomicFile out((tmp / f.name).string(), unsynced);

@@ -511,6 +511,14 @@ std::shared_ptr<Table> Clone(const Table& t) {
   return c;
 }
 
+std::shared_ptr<Table> ShallowClone(const Table& t) { return std::make_shared<Table>(t); }
+
+Table& Own(std::shared_ptr<Table>& slot) {
+  if (!slot) Fail("no table to change");
+  if (slot.use_count() > 1) slot = ShallowClone(*slot);
+  return *slot;
+}
+
 Value& Field(const Schema& s, Table& t, const std::string& name) {
   const auto& f = s.FieldOf(*t.def, name);
   if (f.id() >= t.fields.size()) t.fields.resize(f.id() + 1);

@@ -114,6 +114,16 @@ Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& opt
 // Deep copy of a tree (byte views are shared, not copied).
 std::shared_ptr<Table> Clone(const Table& t);
 
+// Copy-on-write for trees that share tables with another tree (LayoutPte
+// works on a shallow copy of the caller's program instead of a deep copy).
+// ShallowClone copies one table's field values; child tables are shared.
+std::shared_ptr<Table> ShallowClone(const Table& t);
+// The table in `slot`, safe to change: replaced by a shallow copy first unless
+// `slot` is its only owner. Reach a table to change by owning every table on
+// the path from an owned root (a shared table may be reachable from the other
+// tree, whose parent then holds a second reference).
+Table& Own(std::shared_ptr<Table>& slot);
+
 // --- editing helpers (by field name) ---
 Value& Field(const Schema& s, Table& t, const std::string& name);
 const Value& Field(const Schema& s, const Table& t, const std::string& name);

@@ -70,6 +70,14 @@ class AtomicFile {
     // false: Commit() renames without fsync. Only for files the caller makes
     // durable together afterwards (SyncTree), before anything refers to them.
     bool sync = true;
+    // true: the target is a new file in a directory that only this writer
+    // fills and that is renamed into place as a whole afterwards (extract's
+    // temporary directory). The file is created under its own name (O_EXCL:
+    // an existing one is an error) and Commit() does not rename it; `inputs`
+    // and `replaces` are not consulted. Saves a temporary name, the checks of
+    // an existing target and a rename per file. Without Commit() the file is
+    // removed, as a temporary would be.
+    bool direct = false;
   };
   AtomicFile(const std::string& path, const Options& options);
   explicit AtomicFile(const std::string& path) : AtomicFile(path, Options{}) {}
@@ -109,6 +117,8 @@ class AtomicFile {
   static void SetKernelCopyForTesting(bool enabled);
 
  private:
+  void OpenDirect();
+  void ReleaseSource();
   void Flush();
   void RawWrite(const uint8_t* p, size_t n);
   void CheckInjectedFault(uint64_t n);
@@ -142,6 +152,7 @@ class AtomicFile {
   size_t buf_len_ = 0;
   bool committed_ = false;
   bool sync_ = true;
+  bool direct_ = false;
   int slot_ = -1;  // registration for the signal handler
 };
 

@@ -1,6 +1,7 @@
 #include "serialize/model/package.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "flat_tensor_views_generated.h"
 #include "ptepack/error.h"
@@ -41,6 +42,30 @@ void ForEachTensor(fb::Table& program,
       if (!values[i].table) continue;
       auto& val = EValue{*values[i].table}.val();
       if (val.table && val.table->def == tensor_def) fn(*plan.table, static_cast<uint32_t>(i), *val.table);
+    }
+  }
+}
+
+void ForEachTensorCow(fb::Table& program,
+                      const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
+                                               const OwnTensorFn& own)>& fn) {
+  const reflection::Object* tensor_def = &Tensor<>::Def();
+  auto& plans = Program{program}.execution_plan().elems;
+  for (size_t pi = 0; pi < plans.size(); ++pi) {
+    if (!plans[pi].table) continue;
+    for (size_t i = 0;; ++i) {
+      const fb::Table& plan = *plans[pi].table;  // again: own() may have replaced it
+      const auto& values = ExecutionPlan{plan}.values().elems;
+      if (i >= values.size()) break;
+      if (!values[i].table) continue;
+      const auto& val = EValue{std::as_const(*values[i].table)}.val();
+      if (!val.table || val.table->def != tensor_def) continue;
+      OwnTensorFn own = [&plans, pi, i]() -> fb::Table& {
+        fb::Table& pl = fb::Own(plans[pi].table);
+        fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().elems[i].table);
+        return fb::Own(EValue{ev}.val().table);
+      };
+      fn(plan, static_cast<uint32_t>(i), *val.table, own);
     }
   }
 }

@@ -45,6 +45,14 @@ std::shared_ptr<fb::Table> New(const char* table);  // "executorch_flatbuffer.X"
 // Calls fn(plan, value_index, tensor_table) for every Tensor value.
 void ForEachTensor(fb::Table& program,
                    const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn);
+// The same on a copy-on-write tree (fb::Own; `program` itself is owned):
+// fn gets the tensor read-only and `own`, which returns it ready to change,
+// owning its plan, EValue and Tensor tables first. After own(), read and
+// change only the table it returned.
+using OwnTensorFn = std::function<fb::Table&()>;
+void ForEachTensorCow(fb::Table& program,
+                      const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
+                                               const OwnTensorFn& own)>& fn);
 uint64_t TensorNbytes(const fb::Table& tensor);  // 0 if unknown
 // The tensor's data is in a .ptd file (ExtraTensorInfo.location EXTERNAL).
 bool IsExternal(const fb::Table& tensor);

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "flat_tensor_views_generated.h"
 #include "ptepack/error.h"
@@ -111,14 +112,22 @@ bool AllDefault(const fb::Table& t) {
 
 // Drops a name that is only a placement hint from a tensor that keeps its
 // data in the program, and the ExtraTensorInfo if nothing else is left.
+// `t` is owned (fb::Own); its ExtraTensorInfo is owned here.
 void DropName(fb::Table& t) {
   auto& eti = Tensor{t}.extra_tensor_info();
-  ExtraTensorInfo info{*eti.table};
+  ExtraTensorInfo info{fb::Own(eti.table)};
   info.fully_qualified_name() = fb::Value{};
   if (AllDefault(*eti.table)) eti = fb::Value{};
 }
 
-bool HasSegmentInfo(fb::Table& t) {
+// DropName would change the tensor (so it is owned only then).
+bool NameToDrop(const fb::Table& t) {
+  const auto& eti = Tensor{t}.extra_tensor_info();
+  return eti.table &&
+         (ExtraTensorInfo{std::as_const(*eti.table)}.fully_qualified_name().present() || AllDefault(*eti.table));
+}
+
+bool HasSegmentInfo(const fb::Table& t) {
   const auto& eti = Tensor{t}.extra_tensor_info();
   return eti.table && ExtraTensorInfo{*eti.table}.get_location() == TensorDataLocation::SEGMENT;
 }
@@ -136,13 +145,14 @@ class ExternalMover {
         keys_(IndexKeys(pkg)) {}
 
   void Run() {
-    ForEachTensor(*pkg_.program, [&](fb::Table& plan, uint32_t vi, fb::Table& t) { Visit(plan, vi, t); });
+    ForEachTensorCow(*pkg_.program, [&](const fb::Table& plan, uint32_t vi, const fb::Table& t,
+                                        const OwnTensorFn& own) { Visit(plan, vi, t, own); });
     if (any_const_moved_) RenumberConstants();
     if (cfg_.external_mutable_weights && pkg_.mutable_data) DropMutableDataIfUnused();
   }
 
  private:
-  void Visit(fb::Table& plan, uint32_t vi, fb::Table& t) {
+  void Visit(const fb::Table& plan, uint32_t vi, const fb::Table& t, const OwnTensorFn& own) {
     Tensor tensor{t};
     const uint64_t idx = tensor.get_data_buffer_idx();
     const bool planned = IsPlanned(t);
@@ -152,7 +162,7 @@ class ExternalMover {
     ConstantTensorInfo info = InfoOf(plan, vi, t, is_mutable);
     std::optional<std::string> tag = TagFor(info);
     if (tag) {
-      Move(t, idx, info, *tag);
+      Move(own(), idx, info, *tag);
     } else if (is_mutable) {
       mut_used_[idx] = true;
     } else if (idx < still_used_.size()) {
@@ -160,7 +170,7 @@ class ExternalMover {
     }
   }
 
-  static ConstantTensorInfo InfoOf(fb::Table& plan, uint32_t vi, fb::Table& t, bool is_mutable) {
+  static ConstantTensorInfo InfoOf(const fb::Table& plan, uint32_t vi, const fb::Table& t, bool is_mutable) {
     Tensor tensor{t};
     const auto& eti = tensor.extra_tensor_info();
     ConstantTensorInfo info;
@@ -194,6 +204,7 @@ class ExternalMover {
     return data;
   }
 
+  // `t` is owned (fb::Own); so is its ExtraTensorInfo, here.
   void Move(fb::Table& t, uint64_t idx, const ConstantTensorInfo& info, const std::string& tag) {
     Bytes data = DataOf(idx, info);
     auto layout = LayoutFor(t);
@@ -206,7 +217,7 @@ class ExternalMover {
     Tensor tensor{t};
     auto& eti = tensor.extra_tensor_info();
     if (!eti.table) eti = fb::TableValue(ExtraTensorInfo<>::New());
-    ExtraTensorInfo external{*eti.table};
+    ExtraTensorInfo external{fb::Own(eti.table)};
     external.set_fully_qualified_name(key);
     external.set_location(TensorDataLocation::EXTERNAL);
     external.mutable_data_segments_idx() = fb::Value{};
@@ -232,11 +243,10 @@ class ExternalMover {
         kept.push_back(cb_.elems[i]);
       }
     }
-    ForEachTensor(*pkg_.program, [&](fb::Table&, uint32_t, fb::Table& t) {
+    ForEachTensorCow(*pkg_.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
       if (IsExternal(t) || IsPlanned(t)) return;
-      Tensor tensor{t};
-      uint64_t idx = tensor.get_data_buffer_idx();
-      if (idx > 0 && idx < remap.size()) tensor.set_data_buffer_idx(remap[idx]);
+      uint64_t idx = Tensor{t}.get_data_buffer_idx();
+      if (idx > 0 && idx < remap.size() && remap[idx] != idx) Tensor{own()}.set_data_buffer_idx(remap[idx]);
     });
     cb_.elems = std::move(kept);
   }
@@ -258,28 +268,36 @@ class ExternalMover {
   DedupIndex external_dedup_;
 };
 
+// Drops every Chain.stacktrace (owning only the plans and chains that have one).
+void DropStacktraces(fb::Table& p) {
+  for (auto& plan : Program{p}.execution_plan().elems) {
+    const auto& chains = ExecutionPlan{std::as_const(*plan.table)}.chains().elems;
+    for (size_t c = 0; c < chains.size(); ++c) {
+      if (!Chain{std::as_const(*chains[c].table)}.stacktrace().present()) continue;
+      auto& owned = ExecutionPlan{fb::Own(plan.table)}.chains().elems;
+      Chain{fb::Own(owned[c].table)}.stacktrace() = fb::Value{};
+    }
+  }
+}
+
 }  // namespace
 
 void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
   fb::Table& p = *pkg.program;
-  if (!cfg.emit_stacktrace) {
-    for (auto& plan : Program{p}.execution_plan().elems) {
-      for (auto& ch : ExecutionPlan{*plan.table}.chains().elems) Chain{*ch.table}.stacktrace() = fb::Value{};
-    }
-  }
+  if (!cfg.emit_stacktrace) DropStacktraces(p);
   // External placement first: an external mutable weight is keyed by its
   // name, which it keeps (as in ExecuTorch) even when names are not emitted.
   const bool want_const = cfg.external_constants || static_cast<bool>(cfg.external_constants_fn);
   if (want_const || cfg.external_mutable_weights) ExternalMover(pkg, cfg).Run();
   if (!cfg.emit_mutable_buffer_names) {
-    ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
-      if (IsPlanned(t) && HasSegmentInfo(t)) DropName(t);  // EXTERNAL keeps its key
+    ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
+      if (IsPlanned(t) && HasSegmentInfo(t) && NameToDrop(t)) DropName(own());  // EXTERNAL keeps its key
     });
   }
   // Names on constants that stay in the program were only placement hints
   // (ExecuTorch writes names only for external tensors and mutable buffers).
-  ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
-    if (!IsPlanned(t) && HasSegmentInfo(t)) DropName(t);
+  ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
+    if (!IsPlanned(t) && HasSegmentInfo(t) && NameToDrop(t)) DropName(own());
   });
 }
 

@@ -1,6 +1,7 @@
 // Where tensor data goes: the config's external_constants /
 // external_mutable_weights decisions and the emit_* flags, applied to a
-// package whose program tree the caller owns (a clone).
+// package whose program root the caller owns (deeper tables may be shared
+// with another tree: they are changed copy-on-write, fb::Own).
 #pragma once
 
 #include "config/backend_config.h"

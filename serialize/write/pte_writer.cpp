@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "flat_tensor_legacy_views_generated.h"
 #include "flat_tensor_views_generated.h"
@@ -101,12 +102,11 @@ void DedupInlineDelegateData(fb::Table& p) {
   }
   for (size_t i = 0; i < n; ++i) remap[i] = remap[rep[i]];
   for (auto& pl : Program{p}.execution_plan().elems) {
-    if (!pl.table) continue;
-    for (auto& del : ExecutionPlan{*pl.table}.delegates().elems) {
-      if (!del.table) continue;
-      auto& processed = BackendDelegate{*del.table}.processed();
-      if (!processed.table) continue;
-      BackendDelegateDataReference ref{*processed.table};
+    if (!pl.table || !ExecutionPlan{std::as_const(*pl.table)}.delegates().present()) continue;
+    for (auto& del : ExecutionPlan{fb::Own(pl.table)}.delegates().elems) {
+      if (!del.table || !BackendDelegate{std::as_const(*del.table)}.processed().table) continue;
+      auto& processed = BackendDelegate{fb::Own(del.table)}.processed();
+      BackendDelegateDataReference ref{fb::Own(processed.table)};
       if (ref.get_location() != DataLocation::INLINE) continue;
       uint64_t idx = ref.get_index();
       if (idx < n) ref.set_index(static_cast<uint32_t>(remap[idx]));
@@ -121,6 +121,15 @@ void DedupInlineDelegateData(fb::Table& p) {
 // Tensors are visited in program order; an entry whose bytes equal an earlier
 // one is dropped and its tensors point at the earlier entry; the others are
 // renumbered in order. Nothing changes when there are no such duplicates.
+// The mutable data entry a planned tensor indexes (0: none).
+uint64_t MutableDataIndex(const fb::Table& t, size_t n) {
+  if (!IsPlanned(t)) return 0;
+  const auto& eti = Tensor{t}.extra_tensor_info();
+  if (eti.table && ExtraTensorInfo{*eti.table}.get_location() != TensorDataLocation::SEGMENT) return 0;  // external
+  uint64_t idx = Tensor{t}.get_data_buffer_idx();
+  return idx < n ? idx : 0;
+}
+
 void DedupMutableData(Package& pkg) {
   if (!pkg.mutable_data || pkg.mutable_data->size() < 3) return;
   std::vector<Bytes>& md = *pkg.mutable_data;
@@ -128,17 +137,13 @@ void DedupMutableData(Package& pkg) {
   std::vector<size_t> rep(n);
   for (size_t i = 0; i < n; ++i) rep[i] = i;
   std::vector<bool> visited(n, false);
-  std::vector<fb::Table*> users;  // planned tensors indexing mutable data
   DedupIndex seen;
   bool any = false;
-  ForEachTensor(*pkg.program, [&](fb::Table&, uint32_t, fb::Table& t) {
-    if (!IsPlanned(t)) return;
-    const auto& eti = Tensor{t}.extra_tensor_info();
-    if (eti.table && ExtraTensorInfo{*eti.table}.get_location() != TensorDataLocation::SEGMENT) return;  // external
-    uint64_t idx = Tensor{t}.get_data_buffer_idx();
-    if (idx == 0 || idx >= n) return;
-    users.push_back(&t);
-    if (visited[idx] || eti.table) return;
+  ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn&) {
+    uint64_t idx = MutableDataIndex(t, n);
+    if (idx == 0) return;
+    const bool has_info = Tensor{t}.extra_tensor_info().table != nullptr;
+    if (visited[idx] || has_info) return;
     visited[idx] = true;
     if (auto same = seen.FindOrAdd(md[idx], idx)) {
       rep[idx] = *same;
@@ -153,10 +158,11 @@ void DedupMutableData(Package& pkg) {
     remap[i] = kept.size();
     kept.push_back(md[i]);
   }
-  for (fb::Table* t : users) {
-    Tensor tensor{*t};
-    tensor.set_data_buffer_idx(static_cast<uint32_t>(remap[rep[tensor.get_data_buffer_idx()]]));
-  }
+  // The same tensors as above (the test does not depend on what changed).
+  ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
+    uint64_t idx = MutableDataIndex(t, n);
+    if (idx != 0 && remap[rep[idx]] != idx) Tensor{own()}.set_data_buffer_idx(static_cast<uint32_t>(remap[rep[idx]]));
+  });
   md = std::move(kept);
 }
 
@@ -216,8 +222,9 @@ uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
   std::vector<bool> seen(bdd.elems.size(), false);
   DedupIndex dedup;
   for (auto& pl : p.execution_plan().elems) {
-    for (auto& del : ExecutionPlan{*pl.table}.delegates().elems) {
-      BackendDelegate delegate{*del.table};
+    if (ExecutionPlan{std::as_const(*pl.table)}.delegates().elems.empty()) continue;
+    for (auto& del : ExecutionPlan{fb::Own(pl.table)}.delegates().elems) {
+      BackendDelegate delegate{fb::Own(del.table)};
       auto& processed = delegate.processed();
       if (!processed.table || BackendDelegateDataReference{*processed.table}.get_location() != DataLocation::INLINE) {
         throw Error("bad-program", "delegate data must be inline before layout (" + delegate.get_id() + ")");
@@ -237,7 +244,7 @@ uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
         processed = fb::TableValue(r);
       } else {
         remaining.push_back(bdd.elems[idx]);
-        BackendDelegateDataReference{*processed.table}.set_index(static_cast<uint32_t>(remaining.size() - 1));
+        BackendDelegateDataReference{fb::Own(processed.table)}.set_index(static_cast<uint32_t>(remaining.size() - 1));
       }
     }
   }
@@ -325,7 +332,8 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   cfg.Validate();
   if (!in.program) throw Error("bad-program", "package has no program");
   Package pkg = in;
-  pkg.program = fb::Clone(*in.program);
+  // Copy-on-write: the steps below own (fb::Own) only the tables they change.
+  pkg.program = fb::ShallowClone(*in.program);
   ApplyPlacement(pkg, cfg);
   DedupMutableData(pkg);
   Program p{*pkg.program};
