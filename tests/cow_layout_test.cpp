@@ -113,6 +113,7 @@ TEST_P(CopyOnWriteLayout, LeavesTheInputProgramUnchanged) {
   }
   Package pkg = PackageFromPte(*pte, ptds);
   const InferredConfig inf = InferConfig(*pte, pkg, ptds);
+  inf.ApplyBlobAlignments(pkg);
   CheckVariants(pkg, inf.config, name);
   // The inferred config still reproduces the file after all of that.
   EXPECT_TRUE(RenderPte(LayoutPte(pkg, inf.config)) == ReadFile(FixturePath(name)));

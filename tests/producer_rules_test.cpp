@@ -154,6 +154,7 @@ TEST_F(ProducerRules, PythonVtableRulesOfBothGenerationsAreReproduced) {
     }
     Package pkg = PackageFromPte(*pte, ptds);
     InferredConfig inf = InferConfig(*pte, pkg, ptds);
+    inf.ApplyBlobAlignments(pkg);
     ASSERT_TRUE(inf.exact) << inf.note;
     std::vector<uint8_t> written = RenderPte(LayoutPte(pkg, inf.config)), oracle = ReadFile(m.out);
     EXPECT_TRUE(written == oracle) << FirstDifference(written, oracle);

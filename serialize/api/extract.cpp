@@ -173,7 +173,8 @@ Extraction ExtractProgram(const ValidInput& in) {
   }
   index["segments"] = segs;
   Package pkg = PackageFromPte(*in.pte, in.ptrs);
-  x.inferred = InferConfig(*in.pte, pkg, in.ptrs);  // also sets the named blobs' alignments
+  x.inferred = InferConfig(*in.pte, pkg, in.ptrs);
+  x.inferred.ApplyBlobAlignments(pkg);  // the named blobs' and .ptd entries' alignments go into the spec
   const bool constants_as_list = ConstantsAsList(prog::Program<const fb::Table>{*pkg.program}.constant_buffer());
   nlohmann::json data = SpecData(pkg, constants_as_list, files, index);
   files.AddText("spec.json", SpecText(SpecProgramJson(pkg, constants_as_list), data));
