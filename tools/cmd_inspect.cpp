@@ -122,7 +122,7 @@ void RegisterInspect(CLI::App& app) {
                                "offsets and alignment, named data, external keys, mutable buffer names, "
                                "stack traces. Problems found are listed too. Several files are explained one "
                                "after the other (exit code: the worst).");
-  AddCommon(c, o->common);
+  AddCommon(c, o->common, /*quiet=*/false);
   c->add_option("--method", o->method, "Show only this method");
   c->add_option("--tensor", o->tensor,
                 "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "

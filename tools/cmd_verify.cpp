@@ -136,7 +136,7 @@ void RegisterVerify(CLI::App& app) {
                                "Check files: headers, FlatBuffers verifier, every segment, offset, size, "
                                "alignment, index and string. Exits 0 if all are valid, 1 if one is invalid, 2 if "
                                "one cannot be read (the worst); several files are judged one by one.");
-  AddCommon(c, o->common);
+  AddCommon(c, o->common, /*quiet=*/true);
   c->add_flag("--strict", o->strict,
               "Warnings fail too (misaligned constants, deprecated constant_buffer, external tensors not "
               "checked for lack of a --ptd, ...)");

@@ -30,7 +30,7 @@ Bytes ReadStdin() {
 
 }  // namespace
 
-void AddCommon(CLI::App* c, Common& o) {
+void AddCommon(CLI::App* c, Common& o, bool quiet) {
   o.file_opt = c->add_option("FILE", o.files,
                              "A .pte program (or a .ptd data file); several are judged one by one; `-` reads stdin")
                    ->required()
@@ -41,7 +41,7 @@ void AddCommon(CLI::App* c, Common& o) {
                   ->allow_extra_args(false)
                   ->check(CLI::ExistingFile);
   c->add_flag("--json", o.json, "Print machine-readable JSON instead of text");
-  c->add_flag("-q,--quiet", o.quiet, "Print nothing on success (problems and errors are still printed)");
+  if (quiet) c->add_flag("-q,--quiet", o.quiet, "Print nothing on success (problems and errors are still printed)");
   // Alignments are powers of two, as ExecuTorch's config requires (0: no extra check).
   const CLI::Validator power_of_two(
       [](std::string& v) -> std::string {

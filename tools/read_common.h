@@ -27,7 +27,8 @@ struct Common {
   const CLI::Option* ptd_opt = nullptr;
 };
 
-void AddCommon(CLI::App* c, Common& o);
+// `quiet`: add -q/--quiet (verify; inspect's output is what it is for).
+void AddCommon(CLI::App* c, Common& o, bool quiet);
 
 // One FILE with its .ptd files: each --ptd belongs to the FILE before it (one given before
 // every FILE belongs to the first), so `verify a.pte --ptd a.ptd b.pte` checks a.pte with
