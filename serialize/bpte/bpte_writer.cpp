@@ -216,7 +216,8 @@ TestValue LoadValue(const std::string& file, const std::filesystem::path& dir, c
   TestValue v;
   if (!j.is_object() || j.size() != 1)
     Bad(file, where, "a value is an object with one key: tensor, int, bool or double");
-  const auto& [key, x] = *j.items().begin();
+  const std::string key = j.begin().key();  // (items() is a temporary: no binding into it)
+  const nlohmann::json& x = j.begin().value();
   try {
     if (key == "int") {
       v.kind = ValueKind::kInt;
