@@ -63,6 +63,47 @@ void PrintJsonError(int argc, char** argv, const std::string& code, const std::s
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
+// `ptepack help [CMD]` (prints the help) and a mistyped subcommand (a
+// usage error naming the nearest command): the exit code, or nullopt to parse
+// the command line as usual.
+std::optional<int> HelpOrUnknown(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  std::string word = argv[1];
+  std::vector<std::string> names, shown;  // shown: not the hidden ones
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+    if (!sub->get_group().empty()) shown.push_back(sub->get_name());
+  }
+  if (word == "help") {
+    if (argc == 2) {
+      std::cout << app.help();
+      return kOk;
+    }
+    for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (sub->get_name() == argv[2]) {
+        std::cout << sub->help(app.get_name());
+        return kOk;
+      }
+    }
+    word = argv[2];
+  }
+  if (std::find(names.begin(), names.end(), word) != names.end()) return std::nullopt;
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& n : shown) {
+    size_t d = EditDistance(word, n);
+    if (d < best_d) best_d = d, best = n;
+  }
+  std::string msg = "unknown subcommand \"" + EscapeControl(word) + "\"";
+  if (best_d <= 3) msg += "; did you mean \"" + best + "\"?";
+  msg += " (commands:";
+  for (const auto& n : shown) msg += " " + n;
+  msg += "; `ptepack help CMD` for one)";
+  std::cerr << "ptepack: " << msg << " [usage]\n";
+  PrintJsonError(argc, argv, "usage", msg);
+  return kFailed;
+}
+
 }  // namespace
 
 }  // namespace ptepack::cli
@@ -99,43 +140,7 @@ int main(int argc, char** argv) {
     return kOk;
   }
   // `ptepack help [CMD]`, and a mistyped subcommand named with a suggestion.
-  if (argc >= 2 && argv[1][0] != '-') {
-    std::string word = argv[1];
-    std::vector<std::string> names, shown;  // shown: not the hidden ones
-    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-      names.push_back(sub->get_name());
-      if (!sub->get_group().empty()) shown.push_back(sub->get_name());
-    }
-    if (word == "help") {
-      if (argc == 2) {
-        std::cout << app.help();
-        return kOk;
-      }
-      for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-        if (sub->get_name() == argv[2]) {
-          std::cout << sub->help(app.get_name());
-          return kOk;
-        }
-      }
-      word = argv[2];
-    }
-    if (std::find(names.begin(), names.end(), word) == names.end()) {
-      std::string best;
-      size_t best_d = SIZE_MAX;
-      for (const auto& n : shown) {
-        size_t d = EditDistance(word, n);
-        if (d < best_d) best_d = d, best = n;
-      }
-      std::string msg = "unknown subcommand \"" + EscapeControl(word) + "\"";
-      if (best_d <= 3) msg += "; did you mean \"" + best + "\"?";
-      msg += " (commands:";
-      for (const auto& n : shown) msg += " " + n;
-      msg += "; `ptepack help CMD` for one)";
-      std::cerr << "ptepack: " << msg << " [usage]\n";
-      PrintJsonError(argc, argv, "usage", msg);
-      return kFailed;
-    }
-  }
+  if (auto rc = HelpOrUnknown(app, argc, argv)) return *rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
