@@ -231,6 +231,12 @@ TEST(CliHabits, ProgressOnlyOnATerminal) {
   r = on_tty("repack -q " + in + " -o " + ShellQuote(dir + "/b.pte"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, "");
+  r = on_tty("extract " + in + " -o " + ShellQuote(dir + "/x"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\rwriting files: 100%")) << r.out;
+  r = on_tty("extract -q " + in + " -o " + ShellQuote(dir + "/y"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "");
   r = on_tty("bundle create " + in + " -o " + ShellQuote(dir + "/c.ptebundle"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(Contains(r.out, "%")) << r.out;

@@ -10,7 +10,7 @@ void RegisterExtract(CLI::App& app) {
   struct O {
     std::string in, dir;
     std::vector<std::string> ptds;
-    bool force = false, dry_run = false;
+    bool force = false, dry_run = false, quiet = false;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -25,6 +25,7 @@ void RegisterExtract(CLI::App& app) {
   c->add_option("-o,--output", o->dir, "Output directory (created)")->required();
   c->add_flag("--force", o->force, "Replace an existing non-empty output directory");
   c->add_flag("--dry-run", o->dry_run, "List the files that would be written; write nothing");
+  c->add_flag("-q,--quiet", o->quiet, "No progress on stderr and no summary");
   c->callback([o]() {
     ValidInput in = LoadValidInput(o->in, o->ptds);
     Extraction x = ExtractProgram(in);
@@ -34,7 +35,8 @@ void RegisterExtract(CLI::App& app) {
       for (const auto& f : x.files) std::cout << "  " << f.name << " (" << f.data.size << " bytes)\n";
       return;
     }
-    WriteExtraction(x, target);
+    WriteExtraction(x, target, ProgressPrinter(o->quiet, "writing files"));
+    if (o->quiet) return;
     std::cout << "extracted to " << o->dir << "\n";
     if (!x.inferred.exact) {
       std::cout << "note: `pack config.json spec.json` writes an equivalent file, not the same bytes ("

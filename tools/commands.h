@@ -63,6 +63,6 @@ inline std::string EscapeControl(const std::string& s, bool keep_newlines = fals
 }
 
 // Prints progress for long writes on stderr when it is a terminal.
-std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet);
+std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet, const char* what = "writing segments");
 
 }  // namespace ptepack::cli

@@ -17,14 +17,14 @@ namespace ptepack::cli {
 
 int g_exit = kOk;
 
-std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet) {
+std::function<void(uint64_t, uint64_t)> ProgressPrinter(bool quiet, const char* what) {
   if (quiet || !::isatty(STDERR_FILENO)) return nullptr;
-  return [last = -1](uint64_t done, uint64_t total) mutable {
+  return [last = -1, what](uint64_t done, uint64_t total) mutable {
     int pct = total ? static_cast<int>(done * 100 / total) : 100;
     if (pct == last) return;
     last = pct;
-    std::fprintf(stderr, "\rwriting segments: %3d%% (%llu / %llu MiB)", pct,
-                 static_cast<unsigned long long>(done >> 20), static_cast<unsigned long long>(total >> 20));
+    std::fprintf(stderr, "\r%s: %3d%% (%llu / %llu MiB)", what, pct, static_cast<unsigned long long>(done >> 20),
+                 static_cast<unsigned long long>(total >> 20));
     if (done >= total) std::fprintf(stderr, "\n");
   };
 }

@@ -229,17 +229,21 @@ struct TempDirGuard {
   }
 };
 
-void FillDirectory(const Extraction& x, const fs::path& tmp) {
+void FillDirectory(const Extraction& x, const fs::path& tmp, const ProgressFn& progress) {
   // No fsync per file: the filled directory is synced once before it is
   // renamed into place (10,000 files: one sync, not 10,000).
   AtomicFile::Options unsynced;
   unsynced.sync = false;
   unsynced.direct = true;  // the directory is new and ours: no temp name and rename per file
+  uint64_t total = 0, done = 0;
+  for (const auto& f : x.files) total += f.data.size;
   for (const auto& f : x.files) {
     ThrowIfInterrupted();
     AtomicFile out((tmp / f.name).string(), unsynced);
     out.Write(f.data);
     out.Commit();
+    done += f.data.size;
+    if (progress) progress(done, total);
   }
   ThrowIfInterrupted();
   SyncTree(tmp.string());
@@ -247,7 +251,7 @@ void FillDirectory(const Extraction& x, const fs::path& tmp) {
 
 }  // namespace
 
-void WriteExtraction(const Extraction& x, const ExtractTarget& t) {
+void WriteExtraction(const Extraction& x, const ExtractTarget& t, const ProgressFn& progress) {
   WritingScope writing;
   const fs::path target(t.dir);
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -262,7 +266,7 @@ void WriteExtraction(const Extraction& x, const ExtractTarget& t) {
                 tmp.string());
   }
   cleanup.p = tmp;
-  FillDirectory(x, tmp);
+  FillDirectory(x, tmp, progress);
   fs::path old;
   if (t.exists) {
     old = parent / (target.filename().string() + ".old-" + pid);

@@ -46,6 +46,7 @@ ExtractTarget CheckExtractTarget(const std::string& dir, bool force);
 
 // Fills a temporary directory beside the target, syncs it and renames it into
 // place (the replaced directory goes): all or nothing, interruptible.
-void WriteExtraction(const Extraction& x, const ExtractTarget& target);
+// `progress` (optional) is told the bytes written so far and the total.
+void WriteExtraction(const Extraction& x, const ExtractTarget& target, const ProgressFn& progress = nullptr);
 
 }  // namespace ptepack
