@@ -10,6 +10,7 @@
 #include "config/backend_config.h"
 #include "ptepack/ptepack.h"
 #include "serialize/api/read_api.h"
+#include "serialize/api/repack_json.h"
 
 namespace py = pybind11;
 
@@ -132,7 +133,8 @@ PYBIND11_MODULE(ptepack, m) {
         o.upgrade_ptd = upgrade_ptd;
         o.write = MakeWriteOptions(force, dry_run, in_place);
         RepackResult r = Repack(path, output, o);
-        return WrittenDict(r, dry_run, {{"input_reproducible", r.input_reproducible}});
+        return WrittenDict(r, dry_run,
+                           {{"input_reproducible", r.input_reproducible}, {"identity", IdentityJson(r.identity)}});
       },
       py::arg("path"), py::arg("output"), py::kw_only(), py::arg("ptd") = std::vector<std::string>{},
       py::arg("config") = py::none(), py::arg("upgrade_ptd") = false, py::arg("force") = false,

@@ -9,24 +9,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "serialize/api/repack_json.h"
 #include "tools/write_common.h"
 
 namespace ptepack::cli {
 
 namespace {
-
-nlohmann::json IdentityJson(const IdentityCheck& id) {
-  if (!id.checked) return nullptr;
-  nlohmann::json d = nlohmann::json::array();
-  for (const auto& x : id.differences) {
-    d.push_back({{"file", x.file},
-                 {"offset", x.offset},
-                 {"region", x.region},
-                 {"input_size", x.input_size},
-                 {"output_size", x.output_size}});
-  }
-  return {{"identical", id.identical}, {"differences", d}};
-}
 
 // Says whether the input was reproduced; with --expect-identical a
 // difference is an error (exit 3, and the --json error object).

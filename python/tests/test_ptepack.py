@@ -77,7 +77,12 @@ def test_repack_without_config_gives_back_the_same_bytes(fixture, tmp_path):
     r = ptepack.repack(fixture("add.pte"), str(out))
     assert out.read_bytes() == open(fixture("add.pte"), "rb").read()
     assert r["input_reproducible"] is True
+    assert r["identity"] == {"identical": True, "differences": []}
     assert r["files"][0]["size"] == os.path.getsize(fixture("add.pte"))
+    (tmp_path / "cli").mkdir()
+    code, want = cli("repack", fixture("add.pte"), "-o", str(tmp_path / "cli" / "add.pte"), "--json", "-q")
+    assert code == 0
+    assert without_paths(r) == without_paths(want)
 
 
 def test_repack_summary_is_the_cli_json(fixture, tmp_path):

@@ -9,6 +9,7 @@
 
 #include "config/backend_config.h"
 #include "serialize/api/read_api.h"
+#include "serialize/api/repack_json.h"
 #include "serialize/io/file_io.h"
 #include "serialize/model/package.h"
 #include "serialize/read/ptd_reader.h"
@@ -176,6 +177,19 @@ RepackResult Split(const std::string& in, const std::string& out, const SplitOpt
     c.inline_constants = false;
   };
   return Rewrite(in, out, options.ptd, edit, false, options.write);
+}
+
+nlohmann::json IdentityJson(const IdentityCheck& id) {
+  if (!id.checked) return nullptr;
+  nlohmann::json d = nlohmann::json::array();
+  for (const auto& x : id.differences) {
+    d.push_back({{"file", x.file},
+                 {"offset", x.offset},
+                 {"region", x.region},
+                 {"input_size", x.input_size},
+                 {"output_size", x.output_size}});
+  }
+  return {{"identical", id.identical}, {"differences", d}};
 }
 
 }  // namespace ptepack
