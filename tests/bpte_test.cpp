@@ -19,7 +19,7 @@ namespace {
 using namespace ptepack::testing;
 namespace fs = std::filesystem;
 
-const std::string kOracles = std::string(PTEPACK_SOURCE_DIR) + "/../shared/oracles";
+const std::string kOracles = testing::OraclesDir();
 const std::string kOracleSchemaDir = kOracles + "/executorch/devtools/bundled_program/schema";
 
 std::string Sample() { return FixturePath("bundled_program.bpte"); }

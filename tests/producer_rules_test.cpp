@@ -39,7 +39,7 @@ using testing::ReadFile;
 using testing::RunCli;
 using testing::TempDir;
 
-const std::string kOracles = std::string(PTEPACK_SOURCE_DIR) + "/../shared/oracles";
+const std::string kOracles = testing::OraclesDir();
 const std::string kScript = std::string(PTEPACK_SOURCE_DIR) + "/tests/oracle/py_reserialize.py";
 const char* kPython = "/usr/bin/python3";
 

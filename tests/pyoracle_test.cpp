@@ -50,11 +50,7 @@ using testing::RunCli;
 using testing::TempDir;
 using testing::WriteFile;
 
-// $PTEPACK_ORACLES_DIR when set, else the directory CMake was configured with.
-const std::string kOracles = [] {
-  const char* env = std::getenv("PTEPACK_ORACLES_DIR");
-  return std::string(env && *env ? env : PTEPACK_ORACLES_DIR);
-}();
+const std::string kOracles = testing::OraclesDir();
 const std::string kScript = std::string(PTEPACK_SOURCE_DIR) + "/tests/oracle/py_serialize.py";
 const char* kPython = "/usr/bin/python3";
 

@@ -26,6 +26,14 @@ const std::string& FixturesDir() {
   return dir;
 }
 
+const std::string& OraclesDir() {
+  static const std::string dir = [] {
+    const char* env = std::getenv("PTEPACK_ORACLES_DIR");
+    return std::string(env && *env ? env : PTEPACK_ORACLES_DIR);
+  }();
+  return dir;
+}
+
 bool HaveFixtures() {
   static const bool have = [] {
     std::error_code ec;

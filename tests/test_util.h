@@ -9,6 +9,8 @@ namespace ptepack::testing {
 // The directory of real ExecuTorch files: $PTEPACK_FIXTURES_DIR when set, else the
 // directory CMake was configured with (PTEPACK_FIXTURES_DIR, default ../shared/fixtures/executorch).
 const std::string& FixturesDir();
+// ExecuTorch's oracles: $PTEPACK_ORACLES_DIR when set, else the directory CMake was configured with.
+const std::string& OraclesDir();
 // True when FixturesDir() holds at least one .pte file.
 bool HaveFixtures();
 // Skips the running test (records a GoogleTest skip and unwinds out of the test body)
