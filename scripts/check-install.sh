@@ -59,10 +59,14 @@ BUILD=${PTEPACK_INSTALL_BUILD_DIR:-build-py}
 PREFIX="$WORK/prefix"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_TESTS=OFF -DPTEPACK_BUILD_BENCH=OFF \
   "${LAUNCHER[@]}" >/dev/null
-cmake --build "$BUILD" -j"$JOBS" --target ptepack_lib ptepack >/dev/null
+cmake --build "$BUILD" -j"$JOBS" --target ptepack_lib ptepack ptepack_shell_files >/dev/null
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
 PTEPACK="$PREFIX/bin/ptepack"
 "$PTEPACK" --version
+# The shell completions and the man page, generated from the CLI's parser.
+for f in share/bash-completion/completions/ptepack share/zsh/site-functions/_ptepack share/man/man1/ptepack.1; do
+  [ -s "$PREFIX/$f" ] || { echo "check-install: $f was not installed" >&2; exit 1; }
+done
 if ls "$PREFIX"/include/ptepack | grep -qv '\.h$'; then
   echo "check-install: installed include/ptepack holds non-headers" >&2
   exit 1
