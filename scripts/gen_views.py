@@ -135,13 +135,13 @@ def field_code(f, objects, enums, schema_fn):
             out.append(f"  void set_{n}({ctype} v) const {{\n"
                        f"    this->at(Id::{n}) = fb::IntValue<{UNSIGNED[b]}>({base}, v);\n  }}")
     elif b == STRING:
-        out.append(f"  const std::string& get_{n}() const {{ return this->at(Id::{n}).str; }}")
+        out.append(f"  std::string get_{n}() const {{ return this->at(Id::{n}).str(); }}")
         out.append(f"  void set_{n}(std::string v) const {{ this->at(Id::{n}) = fb::StringValue(std::move(v)); }}")
     elif b == VECTOR and f["element"] in CPP_SCALAR:
         e = f["element"]
         base = f"reflection::{BASE_NAMES[e]}"
         if e == UBYTE:
-            out.append(f"  const Bytes& get_{n}() const {{ return this->at(Id::{n}).scalars; }}")
+            out.append(f"  Bytes get_{n}() const {{ return this->at(Id::{n}).scalars(); }}")
             out.append(f"  void set_{n}(Bytes v) const {{ this->at(Id::{n}) = fb::ScalarVector({base}, std::move(v)); }}")
         else:
             ctype = "uint8_t" if e == BOOL else CPP_SCALAR[e]

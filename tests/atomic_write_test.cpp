@@ -230,9 +230,9 @@ TEST(FormatLimits, FlatbufferOverTwoGiBFailsBeforeWriting) {
   auto mapping = MappedFile::Open(big);
 
   Loaded l = Load("arduino_add.pte");
-  auto& cb = prog::F(*l.pkg.program, "constant_buffer").elems;
+  auto& cb = prog::F(*l.pkg.program, "constant_buffer").elems();
   ASSERT_GE(cb.size(), 2u);
-  prog::F(*cb[1].table, "storage").scalars = mapping->All();
+  prog::F(*cb[1].table(), "storage").set_scalars(mapping->All());
   BackendConfig cfg = l.config;
   cfg.inline_constants = true;
 

@@ -90,7 +90,7 @@ void CheckVariants(const Package& pkg, const BackendConfig& base, const std::str
 void AddNames(fb::Table& program) {
   prog::ForEachTensor(program, [](fb::Table&, uint32_t vi, fb::Table& t) {
     prog::Tensor tensor{t};
-    if (tensor.get_data_buffer_idx() == 0 || tensor.extra_tensor_info().table) return;
+    if (tensor.get_data_buffer_idx() == 0 || tensor.extra_tensor_info().table()) return;
     auto eti = prog::ExtraTensorInfo<>::New();
     prog::ExtraTensorInfo{*eti}.set_fully_qualified_name("named_" + std::to_string(vi));
     tensor.extra_tensor_info() = fb::TableValue(eti);
@@ -139,7 +139,7 @@ TEST(FbTreeOwn, CopiesASharedTableOnceAndLeavesTheOtherTreeAlone) {
   prog::Program{*root}.execution_plan() = fb::OffsetVector({fb::TableValue(plan)}, reflection::Obj);
 
   std::shared_ptr<fb::Table> copy = fb::ShallowClone(*root);
-  auto& slot = prog::Program{*copy}.execution_plan().elems[0].table;
+  auto& slot = prog::Program{*copy}.execution_plan().mutable_elems()[0].mutable_table();
   EXPECT_EQ(slot.get(), plan.get());  // shared until changed
   fb::Table& owned = fb::Own(slot);
   EXPECT_NE(&owned, plan.get());

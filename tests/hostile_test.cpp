@@ -159,7 +159,7 @@ Buf EditPtd(const Buf& file, const std::function<void(const fb::Schema&, fb::Tab
   return out;
 }
 
-fb::Table& Elem(fb::Value& v, size_t i) { return *v.elems.at(i).table; }
+fb::Table& Elem(fb::Value& v, size_t i) { return *v.elems().at(i).table(); }
 fb::Table& Plan(fb::Table& p, size_t i = 0) { return Elem(F(p, "execution_plan"), i); }
 
 fb::Value IntVector(const std::vector<int32_t>& v) {
@@ -175,23 +175,23 @@ fb::Value U64Vector(const std::vector<uint64_t>& v) {
 }
 
 std::vector<uint64_t> ReadU64s(const fb::Value& v) {
-  std::vector<uint64_t> out(v.scalars.size / 8);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = LoadU64(v.scalars.data + 8 * i);
+  std::vector<uint64_t> out(v.scalars().size / 8);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = LoadU64(v.scalars().data + 8 * i);
   return out;
 }
 
 fb::Value Int(int64_t v) { return fb::ScalarValue(reflection::Int, static_cast<uint32_t>(static_cast<int32_t>(v))); }
 fb::Value UInt(uint64_t v) { return fb::UIntValue(reflection::UInt, v); }
 
-size_t NumValues(fb::Table& plan) { return F(plan, "values").elems.size(); }
+size_t NumValues(fb::Table& plan) { return F(plan, "values").elems().size(); }
 
 // First instruction of the given type, in program order.
 fb::Table* FindInstr(fb::Table& program, efb::InstructionArguments type) {
-  for (auto& plan : F(program, "execution_plan").elems) {
-    for (auto& ch : F(*plan.table, "chains").elems) {
-      for (auto& ins : F(*ch.table, "instructions").elems) {
-        if (fb::AsUInt(F(*ins.table, "instr_args_type")) == static_cast<uint64_t>(type)) {
-          return F(*ins.table, "instr_args").table.get();
+  for (auto& plan : F(program, "execution_plan").elems()) {
+    for (auto& ch : F(*plan.table(), "chains").elems()) {
+      for (auto& ins : F(*ch.table(), "instructions").elems()) {
+        if (fb::AsUInt(F(*ins.table(), "instr_args_type")) == static_cast<uint64_t>(type)) {
+          return F(*ins.table(), "instr_args").table().get();
         }
       }
     }
@@ -376,7 +376,7 @@ TEST(HostilePteSegments, Overlapping) {
     auto ds = prog::New("DataSegment");
     F(*ds, "offset") = fb::UIntValue(reflection::ULong, 2);
     F(*ds, "size") = fb::UIntValue(reflection::ULong, 2);
-    F(p, "segments").elems.push_back(fb::TableValue(ds));
+    F(p, "segments").mutable_elems().push_back(fb::TableValue(ds));
   });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "segment-overlap", f->segment_base_offset() + 2));
@@ -406,7 +406,7 @@ TEST(HostilePteSegments, ConstantNotAlignedForItsElementType) {
   // conv2d_quantized.pte: constant 2 (int32 bias, 256 bytes) at 9408 of a
   // 9664-byte constant segment. Move it back 2 bytes.
   Buf b = EditPte(Fixture("conv2d_quantized.pte"), [](fb::Table& p) {
-    auto& offs = F(*F(p, "constant_segment").table, "offsets");
+    auto& offs = F(*F(p, "constant_segment").table(), "offsets");
     std::vector<uint64_t> o = ReadU64s(offs);
     ASSERT_EQ(o.size(), 3u);
     ASSERT_EQ(o[2], 9408u);
@@ -457,7 +457,7 @@ TEST(HostilePteIndex, KernelOpIndex) {
   Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) {
     fb::Table* k = FindInstr(p, efb::InstructionArguments::KernelCall);
     ASSERT_NE(k, nullptr);
-    F(*k, "op_index") = Int(static_cast<int64_t>(F(Plan(p), "operators").elems.size()));
+    F(*k, "op_index") = Int(static_cast<int64_t>(F(Plan(p), "operators").elems().size()));
   });
   auto f = ReadPte(b);
   auto ti = FindTypedInstr(*f->program(), efb::InstructionArguments::KernelCall);
@@ -533,9 +533,9 @@ TEST(HostilePteIndex, TensorListItems) {
   // maxpool2d.pte has one TensorList value.
   Buf b = EditPte(Fixture("maxpool2d.pte"), [](fb::Table& p) {
     bool done = false;
-    for (auto& v : F(Plan(p), "values").elems) {
-      if (fb::AsUInt(F(*v.table, "val_type")) == static_cast<uint64_t>(efb::KernelTypes::TensorList)) {
-        F(*F(*v.table, "val").table, "items") = IntVector({0, 9999});
+    for (auto& v : F(Plan(p), "values").elems()) {
+      if (fb::AsUInt(F(*v.table(), "val_type")) == static_cast<uint64_t>(efb::KernelTypes::TensorList)) {
+        F(*F(*v.table(), "val").table(), "items") = IntVector({0, 9999});
         done = true;
       }
     }
@@ -558,7 +558,7 @@ TEST(HostilePteIndex, OptionalTensorListItems) {
     auto ev = prog::New("EValue");
     F(*ev, "val_type") = fb::UIntValue(reflection::UType, static_cast<uint8_t>(efb::KernelTypes::OptionalTensorList));
     F(*ev, "val") = fb::TableValue(l);
-    F(Plan(p), "values").elems.push_back(fb::TableValue(ev));
+    F(Plan(p), "values").mutable_elems().push_back(fb::TableValue(ev));
   });
   auto f = ReadPte(b);
   const auto* values = f->program()->execution_plan()->Get(0)->values();
@@ -579,9 +579,9 @@ TEST(HostilePteIndex, DataBufferIdx) {
 
 TEST(HostilePteIndex, AllocationMemoryId) {
   Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) {
-    fb::Table* t = FindTensor(p, [](fb::Table& t) { return F(t, "allocation_info").table != nullptr; });
+    fb::Table* t = FindTensor(p, [](fb::Table& t) { return F(t, "allocation_info").table() != nullptr; });
     ASSERT_NE(t, nullptr);
-    F(*F(*t, "allocation_info").table, "memory_id") = UInt(9);
+    F(*F(*t, "allocation_info").table(), "memory_id") = UInt(9);
   });
   auto f = ReadPte(b);
   const efb::Tensor* t =
@@ -592,7 +592,7 @@ TEST(HostilePteIndex, AllocationMemoryId) {
 
 TEST(HostilePteIndex, ConstantSegmentIndex) {
   Buf b = EditPte(Fixture("arduino_add.pte"),
-                  [](fb::Table& p) { F(*F(p, "constant_segment").table, "segment_index") = UInt(3); });
+                  [](fb::Table& p) { F(*F(p, "constant_segment").table(), "segment_index") = UInt(3); });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, f->program()->constant_segment())));
 }
@@ -620,9 +620,9 @@ TEST(HostilePteIndex, DelegateInlineIndex) {
   // stories260k_qnn.pte keeps its delegate payloads in segments and has no
   // backend_delegate_data: point the first delegate at inline entry 0.
   Buf b = EditPte(Fixture("stories260k_qnn.pte"), [](fb::Table& p) {
-    for (auto& plan : F(p, "execution_plan").elems) {
-      for (auto& d : F(*plan.table, "delegates").elems) {
-        fb::Table& pr = *F(*d.table, "processed").table;
+    for (auto& plan : F(p, "execution_plan").elems()) {
+      for (auto& d : F(*plan.table(), "delegates").elems()) {
+        fb::Table& pr = *F(*d.table(), "processed").table();
         F(pr, "location") = fb::UIntValue(reflection::Byte, 0);
         F(pr, "index") = UInt(0);
         return;
@@ -641,9 +641,9 @@ TEST(HostilePteIndex, DelegateInlineIndex) {
 
 TEST(HostilePteIndex, DelegateSegmentIndex) {
   Buf b = EditPte(Fixture("stories260k_qnn.pte"), [](fb::Table& p) {
-    for (auto& plan : F(p, "execution_plan").elems) {
-      for (auto& d : F(*plan.table, "delegates").elems) {
-        F(*F(*d.table, "processed").table, "index") = UInt(99);
+    for (auto& plan : F(p, "execution_plan").elems()) {
+      for (auto& d : F(*plan.table(), "delegates").elems()) {
+        F(*F(*d.table(), "processed").table(), "index") = UInt(99);
         return;
       }
     }
@@ -829,7 +829,7 @@ uint64_t PtdSegmentTable(const PtdFile& f, size_t i) {
 
 TEST(HostilePtd, SegmentOffsetWraps) {
   Buf b = EditPtd(Fixture("xor.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    fb::Field(s, *fb::Field(s, t, "segments").elems[0].table, "offset") =
+    fb::Field(s, *fb::Field(s, t, "segments").elems()[0].table(), "offset") =
         fb::UIntValue(reflection::ULong, UINT64_MAX - 1);
   });
   auto f = ReadPtd(b);
@@ -838,7 +838,7 @@ TEST(HostilePtd, SegmentOffsetWraps) {
 
 TEST(HostilePtd, SegmentPastEnd) {
   Buf b = EditPtd(Fixture("xor.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    fb::Field(s, *fb::Field(s, t, "segments").elems[3].table, "size") = fb::UIntValue(reflection::ULong, 4000);
+    fb::Field(s, *fb::Field(s, t, "segments").elems()[3].table(), "size") = fb::UIntValue(reflection::ULong, 4000);
   });
   auto f = ReadPtd(b);
   EXPECT_TRUE(FirstError(f->report(), "segment-out-of-range", f->segments()[3].file_offset));
@@ -846,7 +846,7 @@ TEST(HostilePtd, SegmentPastEnd) {
 
 TEST(HostilePtd, OverlappingSegments) {
   Buf b = EditPtd(Fixture("xor.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    fb::Field(s, *fb::Field(s, t, "segments").elems[1].table, "offset") = fb::UIntValue(reflection::ULong, 0);
+    fb::Field(s, *fb::Field(s, t, "segments").elems()[1].table(), "offset") = fb::UIntValue(reflection::ULong, 0);
   });
   auto f = ReadPtd(b);
   EXPECT_TRUE(FirstError(f->report(), "segment-overlap", f->header().segment_base_offset));
@@ -860,7 +860,7 @@ TEST(HostilePtd, SegmentNotAtRequestedAlignment) {
 
 TEST(HostilePtd, EntrySegmentIndex) {
   Buf b = EditPtd(Fixture("xor.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    fb::Field(s, *fb::Field(s, t, "named_data").elems[1].table, "segment_index") = UInt(9);
+    fb::Field(s, *fb::Field(s, t, "named_data").elems()[1].table(), "segment_index") = UInt(9);
   });
   auto f = ReadPtd(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", f->entries()[1].table_offset));
@@ -868,8 +868,8 @@ TEST(HostilePtd, EntrySegmentIndex) {
 
 TEST(HostilePtd, DuplicateKey) {
   Buf b = EditPtd(Fixture("xor.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    auto& nd = fb::Field(s, t, "named_data").elems;
-    fb::Field(s, *nd[2].table, "key") = fb::Field(s, *nd[0].table, "key");
+    auto& nd = fb::Field(s, t, "named_data").elems();
+    fb::Field(s, *nd[2].table(), "key") = fb::Field(s, *nd[0].table(), "key");
   });
   auto f = ReadPtd(b);
   EXPECT_TRUE(FirstError(f->report(), "duplicate-key", f->entries()[2].table_offset));
@@ -877,7 +877,7 @@ TEST(HostilePtd, DuplicateKey) {
 
 TEST(HostilePtd, NonUtf8Key) {
   Buf b = EditPtd(Fixture("xor.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    fb::Field(s, *fb::Field(s, t, "named_data").elems[0].table, "key") = fb::StringValue("net.\xff");
+    fb::Field(s, *fb::Field(s, t, "named_data").elems()[0].table(), "key") = fb::StringValue("net.\xff");
   });
   auto f = ReadPtd(b);
   EXPECT_TRUE(FirstError(f->report(), "non-utf8", f->entries()[0].table_offset));
@@ -892,9 +892,9 @@ TEST(HostilePtd, LegacyTensorAlignmentNotPowerOfTwo) {
 // linear.ptd (legacy layout) with "linear.bias" renamed.
 Buf LinearPtdWithoutBias() {
   return EditPtd(Fixture("linear.ptd"), [](const fb::Schema& s, fb::Table& t) {
-    for (auto& e : fb::Field(s, t, "tensors").elems) {
-      auto& name = fb::Field(s, *e.table, "fully_qualified_name");
-      if (name.str == "linear.bias") name = fb::StringValue("linear.bias_renamed");
+    for (auto& e : fb::Field(s, t, "tensors").elems()) {
+      auto& name = fb::Field(s, *e.table(), "fully_qualified_name");
+      if (name.str() == "linear.bias") name = fb::StringValue("linear.bias_renamed");
     }
   });
 }

@@ -778,10 +778,10 @@ Buf EditPtd(const Buf& file, const std::function<void(fb::Table&)>& edit) {
 
 fb::Value& PtdF(fb::Table& t, const char* name) { return fb::Field(fb::FlatTensorSchema(), t, name); }
 
-fb::Table& Elem(fb::Value& v, size_t i) { return *v.elems.at(i).table; }
+fb::Table& Elem(fb::Value& v, size_t i) { return *v.elems().at(i).table(); }
 fb::Table& Plan0(fb::Table& p) { return Elem(F(p, "execution_plan"), 0); }
 fb::Table& Value(fb::Table& p, size_t i) { return Elem(F(Plan0(p), "values"), i); }
-fb::Table& ValTable(fb::Table& p, size_t i) { return *F(Value(p, i), "val").table; }
+fb::Table& ValTable(fb::Table& p, size_t i) { return *F(Value(p, i), "val").table(); }
 
 const efb::ExecutionPlan* TPlan(const PteFile& f) { return f.program()->execution_plan()->Get(0); }
 const efb::EValue* TValue(const PteFile& f, size_t i) {
@@ -921,7 +921,7 @@ TEST(ReaderRuntime, ValueOfTypeNone) {
 TEST(ReaderRuntime, KernelCallWithoutArgs) {
   auto f = Pte(EditPte(Arduino(), [](fb::Table& p) {
     fb::Table& ins = Elem(F(Elem(F(Plan0(p), "chains"), 0), "instructions"), 0);
-    F(*F(ins, "instr_args").table, "args") = fb::Value{};
+    F(*F(ins, "instr_args").table(), "args") = fb::Value{};
   }));
   const auto* k = TPlan(*f)->chains()->Get(0)->instructions()->Get(0)->instr_args_as_KernelCall();
   EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), k)));
@@ -1029,7 +1029,7 @@ TEST(ReaderRuntimePtd, NoSegmentsList) {
 TEST(ReaderRuntimePtd, TensorLayoutWithoutSizesOrDimOrder) {
   for (const char* field : {"sizes", "dim_order"}) {
     auto f = Ptd(EditPtd(Xor(), [&](fb::Table& t) {
-      PtdF(*PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table, field) = fb::Value{};
+      PtdF(*PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table(), field) = fb::Value{};
     }));
     const auto* tl = f->flat_tensor()->named_data()->Get(0)->tensor_layout();
     EXPECT_TRUE(HasError(f->report(), "missing-field", At(f->file(), tl))) << field;
@@ -1038,15 +1038,15 @@ TEST(ReaderRuntimePtd, TensorLayoutWithoutSizesOrDimOrder) {
 
 TEST(ReaderRuntimePtd, TensorLayoutDimOrder) {
   auto f = Ptd(EditPtd(Xor(), [](fb::Table& t) {
-    PtdF(*PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table, "dim_order") =
+    PtdF(*PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table(), "dim_order") =
         fb::ScalarVectorOf<uint8_t>(reflection::UByte, {0});
   }));
   const auto* tl = f->flat_tensor()->named_data()->Get(0)->tensor_layout();
   ASSERT_NE(tl->sizes()->size(), 1u);
   EXPECT_TRUE(HasError(f->report(), "dim-order-mismatch", At(f->file(), tl)));
   auto g = Ptd(EditPtd(Xor(), [](fb::Table& t) {
-    auto& tl = *PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table;
-    std::vector<uint8_t> dims(PtdF(tl, "sizes").scalars.size / 4, 0);
+    auto& tl = *PtdF(Elem(PtdF(t, "named_data"), 0), "tensor_layout").table();
+    std::vector<uint8_t> dims(PtdF(tl, "sizes").scalars().size / 4, 0);
     PtdF(tl, "dim_order") = fb::ScalarVectorOf<uint8_t>(reflection::UByte, dims);
   }));
   const auto* tl2 = g->flat_tensor()->named_data()->Get(0)->tensor_layout();
@@ -1089,7 +1089,7 @@ TEST(ReaderRuntimeExternal, LayoutMismatches) {
        "external-layout-mismatch"},
       {"shape",
        [](fb::Table& tl) {
-         std::vector<int32_t> sizes(PtdF(tl, "sizes").scalars.size / 4, 1);
+         std::vector<int32_t> sizes(PtdF(tl, "sizes").scalars().size / 4, 1);
          PtdF(tl, "sizes") = fb::ScalarVectorOf<int32_t>(reflection::Int, sizes);
        },
        "external-layout-mismatch"},
@@ -1101,7 +1101,7 @@ TEST(ReaderRuntimeExternal, LayoutMismatches) {
     auto ptd = Ptd(EditPtd(Xor(), [&](fb::Table& t) {
       auto& e = Elem(PtdF(t, "named_data"), 0);
       if (c.edit)
-        c.edit(*PtdF(e, "tensor_layout").table);
+        c.edit(*PtdF(e, "tensor_layout").table());
       else
         PtdF(e, "tensor_layout") = fb::Value{};
     }));

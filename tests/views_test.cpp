@@ -83,11 +83,11 @@ TEST(ViewsTest, TypedSettersWriteTheSchemaTypesAndFields) {
   const fb::Value& idx = fb::Field(s, *t, "data_buffer_idx");
   EXPECT_EQ(idx.kind, fb::Value::Kind::kScalar);
   EXPECT_EQ(idx.type, reflection::UInt);
-  EXPECT_EQ(idx.bits, 7u);
+  EXPECT_EQ(idx.bits(), 7u);
   EXPECT_EQ(fb::AsInt(fb::Field(s, *t, "storage_offset")), -2);
   EXPECT_EQ(fb::Field(s, *t, "scalar_type").type, reflection::Byte);
-  EXPECT_EQ(fb::Field(s, *t, "scalar_type").bits, 6u);  // ScalarType.FLOAT in scalar_type.fbs
-  EXPECT_EQ(fb::Field(s, *t, "sizes").scalars.size, 8u);
+  EXPECT_EQ(fb::Field(s, *t, "scalar_type").bits(), 6u);  // ScalarType.FLOAT in scalar_type.fbs
+  EXPECT_EQ(fb::Field(s, *t, "sizes").scalars().size, 8u);
   EXPECT_EQ(tensor.get_storage_offset(), -2);
   EXPECT_EQ(tensor.get_sizes(), (std::vector<int32_t>{2, 3}));
   // Absent fields read as the schema's defaults (ExtraTensorInfo.device_type = CPU).
@@ -109,19 +109,19 @@ TEST(ViewsTest, TypedReadsAgreeWithFlatcOnRealFiles) {
     const fb::Table& croot = *root;
     prog::Program program{croot};
     const et::Program* p = pte->program();
-    ASSERT_EQ(program.execution_plan().elems.size(), p->execution_plan() ? p->execution_plan()->size() : 0u);
-    for (size_t pi = 0; pi < program.execution_plan().elems.size(); ++pi) {
-      prog::ExecutionPlan plan{*program.execution_plan().elems[pi].table};
+    ASSERT_EQ(program.execution_plan().elems().size(), p->execution_plan() ? p->execution_plan()->size() : 0u);
+    for (size_t pi = 0; pi < program.execution_plan().elems().size(); ++pi) {
+      prog::ExecutionPlan plan{*program.execution_plan().elems()[pi].table()};
       const et::ExecutionPlan* fplan = p->execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(pi));
       EXPECT_EQ(plan.get_name(), fplan->name()->str());
       for (size_t vi = 0; fplan->values() && vi < fplan->values()->size(); ++vi) {
         const et::EValue* fv = fplan->values()->Get(static_cast<flatbuffers::uoffset_t>(vi));
-        prog::EValue value{*plan.values().elems.at(vi).table};
+        prog::EValue value{*plan.values().elems().at(vi).table()};
         ASSERT_EQ(value.get_val_type(), fv->val_type());
         if (fv->val_type() != et::KernelTypes::Tensor) continue;
         ++tensors;
         const et::Tensor* ft = fv->val_as_Tensor();
-        prog::Tensor tensor{*value.val().table};
+        prog::Tensor tensor{*value.val().table()};
         EXPECT_EQ(tensor.get_scalar_type(), ft->scalar_type());
         EXPECT_EQ(tensor.get_data_buffer_idx(), ft->data_buffer_idx());
         EXPECT_EQ(tensor.get_shape_dynamism(), ft->shape_dynamism());
@@ -129,7 +129,7 @@ TEST(ViewsTest, TypedReadsAgreeWithFlatcOnRealFiles) {
         EXPECT_EQ(tensor.get_sizes(), sizes);
         EXPECT_EQ(tensor.allocation_info().present(), ft->allocation_info() != nullptr);
         if (ft->extra_tensor_info()) {
-          prog::ExtraTensorInfo eti{*tensor.extra_tensor_info().table};
+          prog::ExtraTensorInfo eti{*tensor.extra_tensor_info().table()};
           EXPECT_EQ(eti.get_location(), ft->extra_tensor_info()->location());
         }
       }

@@ -38,14 +38,14 @@ struct Files {
 // holds only its storage: then the constants can go to the spec's
 // "constants" list (which adds the placeholder back).
 bool ConstantsAsList(const fb::Value& cb) {
-  if (!cb.present() || cb.elems.empty()) return false;
-  for (size_t i = 0; i < cb.elems.size(); ++i) {
-    const fb::Table& t = *cb.elems[i].table;
+  if (!cb.present() || cb.elems().empty()) return false;
+  for (size_t i = 0; i < cb.elems().size(); ++i) {
+    const fb::Table& t = *cb.elems()[i].table();
     for (size_t f = 0; f < t.fields.size(); ++f) {
       if (f != prog::Buffer<>::Id::storage && t.fields[f].present()) return false;
     }
     const fb::Value& storage = prog::Buffer{t}.storage();
-    if (!storage.present() || (i == 0 && storage.scalars.size != 0)) return false;
+    if (!storage.present() || (i == 0 && storage.scalars().size != 0)) return false;
   }
   return true;
 }
@@ -92,17 +92,17 @@ nlohmann::json SpecData(const Package& pkg, bool constants_as_list, Files& files
   nlohmann::json data = nlohmann::json::object();
   const prog::Program<const fb::Table> p{*pkg.program};
   nlohmann::json consts = nlohmann::json::array(), spec_consts = nlohmann::json::array();
-  const auto& cb = p.constant_buffer().elems;
+  const auto& cb = p.constant_buffer().elems();
   for (size_t i = 1; i < cb.size(); ++i) {
-    consts.push_back(files.Add("constant_" + std::to_string(i) + ".bin", prog::Buffer{*cb[i].table}.get_storage()));
+    consts.push_back(files.Add("constant_" + std::to_string(i) + ".bin", prog::Buffer{*cb[i].table()}.get_storage()));
     spec_consts.push_back({{"file", consts.back()["file"]}});
   }
   index["constants"] = consts;
   if (constants_as_list) data["constants"] = spec_consts;
   nlohmann::json dels = nlohmann::json::array(), spec_dels = nlohmann::json::array();
   const auto& bdd = p.backend_delegate_data();
-  for (size_t i = 0; i < bdd.elems.size(); ++i) {
-    const auto& d = prog::BackendDelegateInlineData{*bdd.elems[i].table}.get_data();
+  for (size_t i = 0; i < bdd.elems().size(); ++i) {
+    const auto& d = prog::BackendDelegateInlineData{*bdd.elems()[i].table()}.get_data();
     dels.push_back(files.Add("delegate_" + std::to_string(i) + ".bin", d));
     spec_dels.push_back({{"file", dels.back()["file"]}});
   }

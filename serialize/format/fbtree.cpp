@@ -185,7 +185,7 @@ class Emitter {
     for (size_t i = offs.size(); i-- > 0;) PushScalar(ReferTo(offs[i]), 4);
     return PushScalar(offs.size(), 4);
   }
-  uint32_t CreateString(const std::string& s) {
+  uint32_t CreateString(std::string_view s) {
     PreAlign(s.size() + 1, 4);
     Pad(1);
     PushBytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
@@ -251,12 +251,12 @@ class Encoder {
       auto bt = f->type()->base_type();
       switch (bt) {
         case reflection::String:
-          child[id] = e_.CreateString(v.str);
+          child[id] = e_.CreateString(v.str_view());
           break;
         case reflection::Obj:
         case reflection::Union:
-          if (!v.table) Fail("field " + f->name()->str() + " has no table");
-          child[id] = EncodeTable(*v.table);
+          if (!v.table()) Fail("field " + f->name()->str() + " has no table");
+          child[id] = EncodeTable(*v.table());
           break;
         case reflection::Vector:
           child[id] = EncodeVector(*t.def, *f, v);
@@ -272,7 +272,7 @@ class Encoder {
       if (f == nullptr || !v.present()) return;
       auto bt = f->type()->base_type();
       if (IsScalarType(bt)) {
-        if (!IsDefault(*f, v.bits)) e_.AddScalar(f->offset(), v.bits, ScalarSize(bt));
+        if (!IsDefault(*f, v.bits())) e_.AddScalar(f->offset(), v.bits(), ScalarSize(bt));
       } else {
         e_.AddOffset(f->offset(), child[id]);
       }
@@ -294,16 +294,16 @@ class Encoder {
     size_t force = ForceAlign(obj, f);
     if (IsScalarType(et)) {
       size_t es = ScalarSize(et);
-      if (v.scalars.size % es != 0) Fail("vector " + f.name()->str() + " has a partial element");
-      return e_.CreateScalarVector(v.scalars.data, v.scalars.size / es, es, force);
+      if (v.scalars_size() % es != 0) Fail("vector " + f.name()->str() + " has a partial element");
+      return e_.CreateScalarVector(v.scalars_data(), v.scalars_size() / es, es, force);
     }
     std::vector<uint32_t> offs;
-    offs.reserve(v.elems.size());
-    for (const Value& e : v.elems) {
+    offs.reserve(v.elems().size());
+    for (const Value& e : v.elems()) {
       if (et == reflection::String) {
-        offs.push_back(e_.CreateString(e.str));
-      } else if (et == reflection::Obj && e.table) {
-        offs.push_back(EncodeTable(*e.table));
+        offs.push_back(e_.CreateString(e.str_view()));
+      } else if (et == reflection::Obj && e.table()) {
+        offs.push_back(EncodeTable(*e.table()));
       } else {
         Fail("unsupported vector element in " + f.name()->str());
       }
@@ -344,21 +344,22 @@ class Decoder {
       if (IsScalarType(bt)) {
         v.kind = Value::Kind::kScalar;
         v.type = bt;
-        v.bits = ReadBits(ft->GetAddressOf(f->offset()), ScalarSize(bt));
+        v.set_bits(ReadBits(ft->GetAddressOf(f->offset()), ScalarSize(bt)));
       } else if (bt == reflection::String) {
         auto* s = ft->GetPointer<const flatbuffers::String*>(f->offset());
         v.kind = Value::Kind::kString;
-        v.str.assign(s->c_str(), s->size());
+        v.set_view(reinterpret_cast<const uint8_t*>(s->c_str()), s->size(), owner_);
       } else if (bt == reflection::Obj) {
         v.kind = Value::Kind::kTable;
-        v.table = DecodeTable(s_.ObjectAt(f->type()->index()), ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        v.mutable_table() =
+            DecodeTable(s_.ObjectAt(f->type()->index()), ft->GetPointer<const flatbuffers::Table*>(f->offset()));
       } else if (bt == reflection::Union) {
         const reflection::Field* tf = id > 0 ? fields[id - 1] : nullptr;
         uint8_t tag = tf ? ft->GetField<uint8_t>(tf->offset(), 0) : 0;
         const reflection::Object* member = s_.UnionMember(f->type()->index(), tag);
         if (member == nullptr) continue;  // unknown tag: keep absent
         v.kind = Value::Kind::kTable;
-        v.table = DecodeTable(*member, ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        v.mutable_table() = DecodeTable(*member, ft->GetPointer<const flatbuffers::Table*>(f->offset()));
       } else if (bt == reflection::Vector) {
         const uint8_t* p = ft->GetPointer<const uint8_t*>(f->offset());
         uint32_t count = flatbuffers::ReadScalar<uint32_t>(p);
@@ -367,21 +368,22 @@ class Decoder {
         v.type = et;
         if (IsScalarType(et)) {
           v.kind = Value::Kind::kScalarVector;
-          v.scalars = Bytes::View(data, static_cast<size_t>(count) * ScalarSize(et), owner_);
+          v.set_view(data, static_cast<size_t>(count) * ScalarSize(et), owner_);
         } else {
           v.kind = Value::Kind::kOffsetVector;
-          v.elems.resize(count);
+          auto& elems = v.mutable_elems();
+          elems.resize(count);
           for (uint32_t i = 0; i < count; ++i) {
             const uint8_t* ep = data + 4 * static_cast<size_t>(i);
             const uint8_t* target = ep + flatbuffers::ReadScalar<uint32_t>(ep);
-            Value& e = v.elems[i];
+            Value& e = elems[i];
             if (et == reflection::String) {
               auto* s = reinterpret_cast<const flatbuffers::String*>(target);
               e.kind = Value::Kind::kString;
-              e.str.assign(s->c_str(), s->size());
+              e.set_view(reinterpret_cast<const uint8_t*>(s->c_str()), s->size(), owner_);
             } else if (et == reflection::Obj) {
               e.kind = Value::Kind::kTable;
-              e.table =
+              e.mutable_table() =
                   DecodeTable(s_.ObjectAt(f->type()->index()), reinterpret_cast<const flatbuffers::Table*>(target));
             } else {
               Fail("unsupported vector element type in " + f->name()->str());
@@ -401,6 +403,202 @@ class Decoder {
 };
 
 }  // namespace
+
+// --- Value ---
+
+void Value::Reset() noexcept {
+  switch (store_) {
+    case Store::kTable:
+      table_.~shared_ptr();
+      break;
+    case Store::kBlob:
+      blob_.~Blob();
+      break;
+    case Store::kBytes:
+      bytes_.~shared_ptr();
+      break;
+    case Store::kElems:
+      elems_.~vector();
+      break;
+    case Store::kBits:
+      break;
+  }
+  store_ = Store::kBits;
+  size_ = 0;
+  bits_ = 0;
+}
+
+void Value::CopyFrom(const Value& o) {
+  kind = o.kind;
+  type = o.type;
+  size_ = o.size_;
+  switch (o.store_) {
+    case Store::kBits:
+      bits_ = o.bits_;
+      break;
+    case Store::kTable:
+      new (&table_) std::shared_ptr<Table>(o.table_);
+      break;
+    case Store::kBlob:
+      new (&blob_) Blob(o.blob_);
+      break;
+    case Store::kBytes:
+      new (&bytes_) std::shared_ptr<const Bytes>(o.bytes_);
+      break;
+    case Store::kElems:
+      new (&elems_) std::vector<Value>(o.elems_);
+      break;
+  }
+  store_ = o.store_;
+}
+
+void Value::MoveFrom(Value& o) noexcept {
+  kind = o.kind;
+  type = o.type;
+  size_ = o.size_;
+  switch (o.store_) {
+    case Store::kBits:
+      bits_ = o.bits_;
+      break;
+    case Store::kTable:
+      new (&table_) std::shared_ptr<Table>(std::move(o.table_));
+      break;
+    case Store::kBlob:
+      new (&blob_) Blob(std::move(o.blob_));
+      break;
+    case Store::kBytes:
+      new (&bytes_) std::shared_ptr<const Bytes>(std::move(o.bytes_));
+      break;
+    case Store::kElems:
+      new (&elems_) std::vector<Value>(std::move(o.elems_));
+      break;
+  }
+  store_ = o.store_;
+}
+
+Value::Value(const Value& o) : bits_(0) { CopyFrom(o); }
+Value::Value(Value&& o) noexcept : bits_(0) { MoveFrom(o); }
+
+Value& Value::operator=(const Value& o) {
+  if (this != &o) {
+    Value copy(o);  // `o` may live inside this value's payload
+    Reset();
+    MoveFrom(copy);
+  }
+  return *this;
+}
+
+Value& Value::operator=(Value&& o) noexcept {
+  if (this != &o) {
+    Value moved(std::move(o));  // `o` may live inside this value's payload
+    Reset();
+    MoveFrom(moved);
+  }
+  return *this;
+}
+
+void Value::set_bits(uint64_t b) {
+  Reset();
+  bits_ = b;
+}
+
+std::string_view Value::str_view() const {
+  return std::string_view(reinterpret_cast<const char*>(scalars_data()), scalars_size());
+}
+
+const uint8_t* Value::scalars_data() const {
+  if (store_ == Store::kBlob) return blob_.data;
+  return store_ == Store::kBytes ? bytes_->data : nullptr;
+}
+
+size_t Value::scalars_size() const {
+  if (store_ == Store::kBlob) return size_;
+  return store_ == Store::kBytes ? bytes_->size : 0;
+}
+
+void Value::set_view(const uint8_t* data, size_t size, std::shared_ptr<const void> owner) {
+  if (size > UINT32_MAX) {
+    throw Error("limit-exceeded", "a string or vector of " + std::to_string(size) +
+                                      " bytes is over the 4 GiB a flatbuffer can hold");
+  }
+  Reset();
+  new (&blob_) Blob{data, std::move(owner)};
+  store_ = Store::kBlob;
+  size_ = static_cast<uint32_t>(size);
+}
+
+void Value::set_str(std::string s) {
+  auto owned = std::make_shared<const std::string>(std::move(s));
+  const auto* data = reinterpret_cast<const uint8_t*>(owned->data());
+  size_t size = owned->size();
+  set_view(data, size, std::move(owned));
+}
+
+const std::shared_ptr<Table>& Value::table() const {
+  static const std::shared_ptr<Table> kNone;
+  return store_ == Store::kTable ? table_ : kNone;
+}
+
+// A payload of another store may be replaced only when it holds nothing.
+void Value::ReplaceEmptyPayload(const char* what) {
+  bool empty = (store_ == Store::kBits && bits_ == 0) || (store_ == Store::kTable && !table_) ||
+               ((store_ == Store::kBlob || store_ == Store::kBytes) && scalars_size() == 0) ||
+               (store_ == Store::kElems && elems_.empty());
+  if (!empty) throw Error("internal", std::string("a value that holds something else used as ") + what);
+  Reset();
+}
+
+std::shared_ptr<Table>& Value::mutable_table() {
+  if (store_ != Store::kTable) {
+    ReplaceEmptyPayload("a table");
+    new (&table_) std::shared_ptr<Table>();
+    store_ = Store::kTable;
+  }
+  return table_;
+}
+
+Bytes Value::scalars() const {
+  if (store_ == Store::kBytes) return *bytes_;
+  if (store_ != Store::kBlob) return Bytes{};
+  return Bytes::View(blob_.data, size_, blob_.owner);
+}
+
+void Value::set_scalars(Bytes b) {
+  if (b.size == 0) {
+    set_view(nullptr, 0, nullptr);
+    return;
+  }
+  if (b.file_backed || b.mapping != nullptr || b.zeros || b.size > UINT32_MAX) {
+    auto kept = std::make_shared<const Bytes>(std::move(b));
+    Reset();
+    new (&bytes_) std::shared_ptr<const Bytes>(std::move(kept));
+    store_ = Store::kBytes;
+    return;
+  }
+  const uint8_t* data = b.data;
+  size_t size = b.size;
+  std::shared_ptr<const void> owner = std::move(b.owner);
+  if (!owner) {  // a view of memory nobody owns: keep a copy
+    auto copy = std::make_shared<const std::vector<uint8_t>>(data, data + size);
+    data = copy->data();
+    owner = std::move(copy);
+  }
+  set_view(data, size, std::move(owner));
+}
+
+const std::vector<Value>& Value::elems() const {
+  static const std::vector<Value> kNone;
+  return store_ == Store::kElems ? elems_ : kNone;
+}
+
+std::vector<Value>& Value::mutable_elems() {
+  if (store_ != Store::kElems) {
+    ReplaceEmptyPayload("a vector");
+    new (&elems_) std::vector<Value>();
+    store_ = Store::kElems;
+  }
+  return elems_;
+}
 
 size_t ScalarSize(reflection::BaseType t) {
   switch (t) {
@@ -497,8 +695,10 @@ Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& opt
 namespace {
 Value CloneValue(const Value& v) {
   Value c = v;
-  if (v.table) c.table = Clone(*v.table);
-  for (auto& e : c.elems) e = CloneValue(e);
+  if (v.table()) c.mutable_table() = Clone(*v.table());
+  if (!v.elems().empty()) {
+    for (auto& e : c.mutable_elems()) e = CloneValue(e);
+  }
   return c;
 }
 }  // namespace
@@ -544,7 +744,7 @@ Value ScalarValue(reflection::BaseType type, uint64_t bits) {
   Value v;
   v.kind = Value::Kind::kScalar;
   v.type = type;
-  v.bits = bits;
+  v.set_bits(bits);
   return v;
 }
 
@@ -553,14 +753,14 @@ Value UIntValue(reflection::BaseType type, uint64_t x) { return ScalarValue(type
 Value StringValue(std::string s) {
   Value v;
   v.kind = Value::Kind::kString;
-  v.str = std::move(s);
+  v.set_str(std::move(s));
   return v;
 }
 
 Value TableValue(std::shared_ptr<Table> t) {
   Value v;
   v.kind = Value::Kind::kTable;
-  v.table = std::move(t);
+  v.mutable_table() = std::move(t);
   return v;
 }
 
@@ -568,7 +768,7 @@ Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type) {
   Value v;
   v.kind = Value::Kind::kOffsetVector;
   v.type = elem_type;
-  v.elems = std::move(elems);
+  v.mutable_elems() = std::move(elems);
   return v;
 }
 
@@ -576,12 +776,14 @@ Value ScalarVector(reflection::BaseType elem_type, Bytes raw) {
   Value v;
   v.kind = Value::Kind::kScalarVector;
   v.type = elem_type;
-  v.scalars = std::move(raw);
+  v.set_scalars(std::move(raw));
   return v;
 }
 
-uint64_t AsUInt(const Value& v, uint64_t dflt) { return v.kind == Value::Kind::kScalar ? v.bits : dflt; }
+uint64_t AsUInt(const Value& v, uint64_t dflt) { return v.kind == Value::Kind::kScalar ? v.bits() : dflt; }
 
-int64_t AsInt(const Value& v, int64_t dflt) { return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits) : dflt; }
+int64_t AsInt(const Value& v, int64_t dflt) {
+  return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits()) : dflt;
+}
 
 }  // namespace ptepack::fb

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/backend_config.h"
@@ -44,18 +45,75 @@ inline bool IsPython(Order o) { return o == Order::kPythonObjectApi || o == Orde
 
 struct Table;
 
-// One field value or vector element.
+// One field value or vector element, 32 bytes: the kind, the type and one
+// payload (a scalar's bits, a table, the bytes of a string or scalar vector,
+// or the elements of an offset vector). Strings and scalar vectors decoded
+// from a file are views of it (their owner keeps it mapped), so decoding
+// copies no bytes. Copies share tables and bytes and copy element lists.
+// Reads never change a value; the set_/mutable_ calls replace its payload.
 struct Value {
   enum class Kind : uint8_t { kAbsent, kScalar, kString, kTable, kScalarVector, kOffsetVector };
   Kind kind = Kind::kAbsent;
   reflection::BaseType type = reflection::None;  // scalar type, or vector element type
-  uint64_t bits = 0;                             // kScalar: raw little-endian value
-  std::string str;                               // kString
-  std::shared_ptr<Table> table;                  // kTable (also union values)
-  Bytes scalars;                                 // kScalarVector: raw element bytes
-  std::vector<Value> elems;                      // kOffsetVector: strings or tables
+
+  Value() noexcept : bits_(0) {}
+  Value(const Value& o);
+  Value(Value&& o) noexcept;
+  Value& operator=(const Value& o);
+  Value& operator=(Value&& o) noexcept;
+  ~Value() { Reset(); }
 
   bool present() const { return kind != Kind::kAbsent; }
+
+  // kScalar: the raw little-endian value (0 for any other payload).
+  uint64_t bits() const { return store_ == Store::kBits ? bits_ : 0; }
+  void set_bits(uint64_t b);
+  // kString: the characters (empty for any other payload).
+  std::string str() const { return std::string(str_view()); }
+  std::string_view str_view() const;
+  void set_str(std::string s);
+  // kTable (also union values): the table, or null.
+  const std::shared_ptr<Table>& table() const;
+  // The table slot itself, to replace or own (fb::Own) the table. Like
+  // mutable_elems, throws Error("internal") on a value holding another payload.
+  std::shared_ptr<Table>& mutable_table();
+  // kScalarVector: the raw element bytes (empty for any other payload).
+  Bytes scalars() const;
+  const uint8_t* scalars_data() const;
+  size_t scalars_size() const;
+  // Keeps what `b` says about its source (a mapped file, zeros), which the
+  // writer streams from, and sizes over 4 GiB, which it refuses.
+  void set_scalars(Bytes b);
+  // The bytes of a string or scalar vector as a view of memory `owner` keeps
+  // alive (the kind and type are the caller's to set); throws limit-exceeded
+  // over 4 GiB.
+  void set_view(const uint8_t* data, size_t size, std::shared_ptr<const void> owner);
+  // kOffsetVector: the elements (strings or tables).
+  const std::vector<Value>& elems() const;
+  std::vector<Value>& mutable_elems();
+
+ private:
+  // kBlob: a view (pointer + owner, size in size_); kBytes: a whole Bytes,
+  // for data a writer streams (mapped, zeros) or larger than size_ holds.
+  enum class Store : uint8_t { kBits, kTable, kBlob, kBytes, kElems };
+  struct Blob {
+    const uint8_t* data;
+    std::shared_ptr<const void> owner;
+  };
+  void Reset() noexcept;
+  void ReplaceEmptyPayload(const char* what);
+  void CopyFrom(const Value& o);
+  void MoveFrom(Value& o) noexcept;
+
+  Store store_ = Store::kBits;
+  uint32_t size_ = 0;  // kBlob: byte size
+  union {
+    uint64_t bits_;
+    std::shared_ptr<Table> table_;
+    Blob blob_;
+    std::shared_ptr<const Bytes> bytes_;
+    std::vector<Value> elems_;
+  };
 };
 
 // A table: its schema object and one Value per field, indexed by field id.

@@ -80,10 +80,10 @@ template <typename T, typename U>
 T GetInt(const Value& v, T dflt) {
   if (v.kind != Value::Kind::kScalar) return dflt;
   if constexpr (std::is_same_v<T, bool>) {
-    return static_cast<U>(v.bits) != 0;
+    return static_cast<U>(v.bits()) != 0;
   } else {
     using Rep = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::common_type<T>>;
-    return static_cast<T>(static_cast<typename Rep::type>(static_cast<U>(v.bits)));
+    return static_cast<T>(static_cast<typename Rep::type>(static_cast<U>(v.bits())));
   }
 }
 
@@ -97,10 +97,11 @@ T GetFloat(const Value& v, double dflt) {
   if (v.kind != Value::Kind::kScalar) return static_cast<T>(dflt);
   T out;
   if constexpr (sizeof(T) == 4) {
-    uint32_t b = static_cast<uint32_t>(v.bits);
+    uint32_t b = static_cast<uint32_t>(v.bits());
     std::memcpy(&out, &b, 4);
   } else {
-    std::memcpy(&out, &v.bits, 8);
+    uint64_t b = v.bits();
+    std::memcpy(&out, &b, 8);
   }
   return out;
 }
@@ -121,8 +122,8 @@ Value FloatValue(reflection::BaseType type, T v) {
 // A copy of a scalar vector's elements.
 template <typename T>
 std::vector<T> GetVector(const Value& v) {
-  std::vector<T> out(v.scalars.size / sizeof(T));
-  if (!out.empty()) std::memcpy(out.data(), v.scalars.data, out.size() * sizeof(T));
+  std::vector<T> out(v.scalars_size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), v.scalars_data(), out.size() * sizeof(T));
   return out;
 }
 

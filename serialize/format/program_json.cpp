@@ -69,36 +69,38 @@ uint64_t BitsOf(double d) {
 
 void ExactDoubles::SwapValue(fb::Value& v) {
   if (v.kind == fb::Value::Kind::kScalar && v.type == reflection::Double) {
-    values_.push_back(DoubleOf(v.bits));
-    v.bits = BitsOf(Placeholder(values_.size() - 1));
+    values_.push_back(DoubleOf(v.bits()));
+    v.set_bits(BitsOf(Placeholder(values_.size() - 1)));
   } else if (v.kind == fb::Value::Kind::kScalarVector && v.type == reflection::Double) {
-    std::vector<uint8_t> raw(v.scalars.size);
+    std::vector<uint8_t> raw(v.scalars().size);
     for (size_t i = 0; i + 8 <= raw.size(); i += 8) {
       double d;
-      std::memcpy(&d, v.scalars.data + i, 8);
+      std::memcpy(&d, v.scalars().data + i, 8);
       values_.push_back(d);
       const double p = Placeholder(values_.size() - 1);
       std::memcpy(raw.data() + i, &p, 8);
     }
-    v.scalars = Bytes::Own(std::move(raw));
+    v.set_scalars(Bytes::Own(std::move(raw)));
   }
-  if (v.table) Swap(*v.table);
-  for (auto& e : v.elems) SwapValue(e);
+  if (v.table()) Swap(*v.table());
+  if (v.kind == fb::Value::Kind::kOffsetVector) {
+    for (auto& e : v.mutable_elems()) SwapValue(e);
+  }
 }
 
 void ExactDoubles::Collect(const fb::Value& v) {
-  if (v.kind == fb::Value::Kind::kScalar && v.type == reflection::Double) seen_.push_back(DoubleOf(v.bits));
+  if (v.kind == fb::Value::Kind::kScalar && v.type == reflection::Double) seen_.push_back(DoubleOf(v.bits()));
   if (v.kind == fb::Value::Kind::kScalarVector && v.type == reflection::Double) {
-    for (size_t i = 0; i + 8 <= v.scalars.size; i += 8) {
+    for (size_t i = 0; i + 8 <= v.scalars().size; i += 8) {
       double d;
-      std::memcpy(&d, v.scalars.data + i, 8);
+      std::memcpy(&d, v.scalars().data + i, 8);
       seen_.push_back(d);
     }
   }
-  if (v.table) {
-    for (const auto& f : v.table->fields) Collect(f);
+  if (v.table()) {
+    for (const auto& f : v.table()->fields) Collect(f);
   }
-  for (const auto& e : v.elems) Collect(e);
+  for (const auto& e : v.elems()) Collect(e);
 }
 
 // A placeholder range [base, base + n) that no double of the tree falls in.

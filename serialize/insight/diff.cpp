@@ -70,28 +70,28 @@ class TreeHasher {
         return;
       case K::kScalar: {
         bool real = v.type == reflection::Float || v.type == reflection::Double;
-        Mix(real ? 0 : v.bits);
-        Mix(real ? v.bits : 0);
+        Mix(real ? 0 : v.bits());
+        Mix(real ? v.bits() : 0);
         return;
       }
       case K::kString:
-        Str(v.str);
+        Str(v.str());
         return;
       case K::kTable:
         Mix(1);
-        Table(*v.table);
+        Table(*v.table());
         return;
       case K::kScalarVector:
-        Mix(v.scalars.size);
-        s_.Update(v.scalars.data, v.scalars.size);
+        Mix(v.scalars().size);
+        s_.Update(v.scalars().data, v.scalars().size);
         return;
       case K::kOffsetVector:
-        Mix(v.elems.size());
-        for (const auto& e : v.elems) {
-          if (e.table) {
-            Table(*e.table);
+        Mix(v.elems().size());
+        for (const auto& e : v.elems()) {
+          if (e.table()) {
+            Table(*e.table());
           } else {
-            Str(e.str);
+            Str(e.str());
           }
         }
         return;
@@ -229,9 +229,9 @@ class Summarizer {
   Summary Run() {
     if (p_.execution_plan()) {
       auto tree = fb::Decode(fb::ProgramSchema(), pte_.flatbuffer().data, pte_.flatbuffer().size, pte_.file().owner);
-      const auto& plans = fb::Field(fb::ProgramSchema(), *tree, "execution_plan").elems;
+      const auto& plans = fb::Field(fb::ProgramSchema(), *tree, "execution_plan").elems();
       for (flatbuffers::uoffset_t i = 0; i < p_.execution_plan()->size(); ++i) {
-        Method(*p_.execution_plan()->Get(i), i < plans.size() && plans[i].table ? plans[i].table.get() : nullptr);
+        Method(*p_.execution_plan()->Get(i), i < plans.size() && plans[i].table() ? plans[i].table().get() : nullptr);
       }
       TreeHasher h;
       h.Table(*tree);

@@ -35,13 +35,13 @@ std::shared_ptr<fb::Table> New(const char* table) {
 void ForEachTensor(fb::Table& program,
                    const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn) {
   const reflection::Object* tensor_def = &Tensor<>::Def();
-  for (auto& plan : Program{program}.execution_plan().elems) {
-    if (!plan.table) continue;
-    auto& values = ExecutionPlan{*plan.table}.values().elems;
+  for (auto& plan : Program{program}.execution_plan().elems()) {
+    if (!plan.table()) continue;
+    auto& values = ExecutionPlan{*plan.table()}.values().elems();
     for (size_t i = 0; i < values.size(); ++i) {
-      if (!values[i].table) continue;
-      auto& val = EValue{*values[i].table}.val();
-      if (val.table && val.table->def == tensor_def) fn(*plan.table, static_cast<uint32_t>(i), *val.table);
+      if (!values[i].table()) continue;
+      auto& val = EValue{*values[i].table()}.val();
+      if (val.table() && val.table()->def == tensor_def) fn(*plan.table(), static_cast<uint32_t>(i), *val.table());
     }
   }
 }
@@ -50,43 +50,43 @@ void ForEachTensorCow(fb::Table& program,
                       const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
                                                const OwnTensorFn& own)>& fn) {
   const reflection::Object* tensor_def = &Tensor<>::Def();
-  auto& plans = Program{program}.execution_plan().elems;
+  auto& plans = Program{program}.execution_plan().mutable_elems();
   for (size_t pi = 0; pi < plans.size(); ++pi) {
-    if (!plans[pi].table) continue;
+    if (!plans[pi].table()) continue;
     for (size_t i = 0;; ++i) {
-      const fb::Table& plan = *plans[pi].table;  // again: own() may have replaced it
-      const auto& values = ExecutionPlan{plan}.values().elems;
+      const fb::Table& plan = *plans[pi].table();  // again: own() may have replaced it
+      const auto& values = ExecutionPlan{plan}.values().elems();
       if (i >= values.size()) break;
-      if (!values[i].table) continue;
-      const auto& val = EValue{std::as_const(*values[i].table)}.val();
-      if (!val.table || val.table->def != tensor_def) continue;
+      if (!values[i].table()) continue;
+      const auto& val = EValue{std::as_const(*values[i].table())}.val();
+      if (!val.table() || val.table()->def != tensor_def) continue;
       OwnTensorFn own = [&plans, pi, i]() -> fb::Table& {
-        fb::Table& pl = fb::Own(plans[pi].table);
-        fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().elems[i].table);
-        return fb::Own(EValue{ev}.val().table);
+        fb::Table& pl = fb::Own(plans[pi].mutable_table());
+        fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().mutable_elems()[i].mutable_table());
+        return fb::Own(EValue{ev}.val().mutable_table());
       };
-      fn(plan, static_cast<uint32_t>(i), *val.table, own);
+      fn(plan, static_cast<uint32_t>(i), *val.table(), own);
     }
   }
 }
 
 uint64_t TensorNbytes(const fb::Table& t) {
   Tensor tensor{t};
-  return ShapeNbytes(static_cast<int>(tensor.get_scalar_type()), tensor.sizes().scalars);
+  return ShapeNbytes(static_cast<int>(tensor.get_scalar_type()), tensor.sizes().scalars());
 }
 
 bool IsExternal(const fb::Table& tensor) {
   const auto& eti = Tensor{tensor}.extra_tensor_info();
-  return eti.table && ExtraTensorInfo{*eti.table}.get_location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
+  return eti.table() && ExtraTensorInfo{*eti.table()}.get_location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
 }
 
-bool IsPlanned(const fb::Table& tensor) { return Tensor{tensor}.allocation_info().table != nullptr; }
+bool IsPlanned(const fb::Table& tensor) { return Tensor{tensor}.allocation_info().table() != nullptr; }
 
 }  // namespace prog
 
 uint64_t LayoutNbytes(const fb::Table& tl) {
   ptd::TensorLayout layout{tl};
-  return ShapeNbytes(static_cast<int>(layout.get_scalar_type()), layout.sizes().scalars);
+  return ShapeNbytes(static_cast<int>(layout.get_scalar_type()), layout.sizes().scalars());
 }
 
 void UpgradeLegacy(ExternalFile& file) {

@@ -22,11 +22,11 @@ std::shared_ptr<fb::Table> LayoutFor(const fb::Table& t) {
   auto tl = ptd::TensorLayout<>::New();
   ptd::TensorLayout layout{*tl};
   layout.scalar_type() =
-      tensor.scalar_type().present() ? fb::ScalarValue(reflection::Byte, tensor.scalar_type().bits) : fb::Value{};
+      tensor.scalar_type().present() ? fb::ScalarValue(reflection::Byte, tensor.scalar_type().bits()) : fb::Value{};
   const auto& sizes = tensor.sizes();
-  if (sizes.present()) layout.sizes() = fb::ScalarVector(reflection::Int, sizes.scalars);
+  if (sizes.present()) layout.sizes() = fb::ScalarVector(reflection::Int, sizes.scalars());
   const auto& dims = tensor.dim_order();
-  if (dims.present()) layout.dim_order() = fb::ScalarVector(reflection::UByte, dims.scalars);
+  if (dims.present()) layout.dim_order() = fb::ScalarVector(reflection::UByte, dims.scalars());
   return tl;
 }
 
@@ -68,7 +68,7 @@ void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b) {
 
 bool SameField(const fb::Value& a, const fb::Value& b) {
   if (a.present() != b.present()) return false;
-  return !a.present() || (a.bits == b.bits && a.scalars.Equals(b.scalars));
+  return !a.present() || (a.bits() == b.bits() && a.scalars().Equals(b.scalars()));
 }
 
 // Same scalar type, sizes and dim order: ExecuTorch's runtime checks each external tensor
@@ -105,7 +105,7 @@ std::string ExternalKey(const Package& pkg, const KeyIndex& index, const std::st
 
 bool AllDefault(const fb::Table& t) {
   for (const auto& v : t.fields) {
-    if (v.kind != fb::Value::Kind::kAbsent && !(v.kind == fb::Value::Kind::kScalar && v.bits == 0)) return false;
+    if (v.kind != fb::Value::Kind::kAbsent && !(v.kind == fb::Value::Kind::kScalar && v.bits() == 0)) return false;
   }
   return true;
 }
@@ -115,21 +115,21 @@ bool AllDefault(const fb::Table& t) {
 // `t` is owned (fb::Own); its ExtraTensorInfo is owned here.
 void DropName(fb::Table& t) {
   auto& eti = Tensor{t}.extra_tensor_info();
-  ExtraTensorInfo info{fb::Own(eti.table)};
+  ExtraTensorInfo info{fb::Own(eti.mutable_table())};
   info.fully_qualified_name() = fb::Value{};
-  if (AllDefault(*eti.table)) eti = fb::Value{};
+  if (AllDefault(*eti.table())) eti = fb::Value{};
 }
 
 // DropName would change the tensor (so it is owned only then).
 bool NameToDrop(const fb::Table& t) {
   const auto& eti = Tensor{t}.extra_tensor_info();
-  return eti.table &&
-         (ExtraTensorInfo{std::as_const(*eti.table)}.fully_qualified_name().present() || AllDefault(*eti.table));
+  return eti.table() &&
+         (ExtraTensorInfo{std::as_const(*eti.table())}.fully_qualified_name().present() || AllDefault(*eti.table()));
 }
 
 bool HasSegmentInfo(const fb::Table& t) {
   const auto& eti = Tensor{t}.extra_tensor_info();
-  return eti.table && ExtraTensorInfo{*eti.table}.get_location() == TensorDataLocation::SEGMENT;
+  return eti.table() && ExtraTensorInfo{*eti.table()}.get_location() == TensorDataLocation::SEGMENT;
 }
 
 // Moves the constants (and mutable weights) the config places externally
@@ -140,7 +140,7 @@ class ExternalMover {
       : pkg_(pkg),
         cfg_(cfg),
         cb_(Program{*pkg.program}.constant_buffer()),
-        still_used_(cb_.elems.size(), false),
+        still_used_(cb_.elems().size(), false),
         mut_used_(pkg.mutable_data ? pkg.mutable_data->size() : 0, false),
         keys_(IndexKeys(pkg)) {}
 
@@ -176,7 +176,7 @@ class ExternalMover {
     ConstantTensorInfo info;
     info.method = ExecutionPlan{plan}.get_name();
     info.value_index = vi;
-    info.name = eti.table ? ExtraTensorInfo{*eti.table}.get_fully_qualified_name() : "";
+    info.name = eti.table() ? ExtraTensorInfo{*eti.table()}.get_fully_qualified_name() : "";
     info.scalar_type = static_cast<ScalarType>(tensor.get_scalar_type());
     info.sizes = tensor.get_sizes();
     info.nbytes = TensorNbytes(t);
@@ -196,8 +196,8 @@ class ExternalMover {
     if (info.mutable_weight) {
       data = (*pkg_.mutable_data)[idx];
     } else {
-      if (idx >= cb_.elems.size()) throw Error("index-out-of-range", "tensor data_buffer_idx past constant_buffer");
-      data = Buffer{*cb_.elems[idx].table}.get_storage();
+      if (idx >= cb_.elems().size()) throw Error("index-out-of-range", "tensor data_buffer_idx past constant_buffer");
+      data = Buffer{*cb_.elems()[idx].table()}.get_storage();
       any_const_moved_ = true;
     }
     if (info.nbytes > 0 && info.nbytes <= data.size) data = data.Sub(0, info.nbytes);
@@ -216,8 +216,8 @@ class ExternalMover {
     AddEntry(pkg_, keys_, FileFor(pkg_, tag), NamedBlob{key, data, 1, layout});
     Tensor tensor{t};
     auto& eti = tensor.extra_tensor_info();
-    if (!eti.table) eti = fb::TableValue(ExtraTensorInfo<>::New());
-    ExtraTensorInfo external{fb::Own(eti.table)};
+    if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
+    ExtraTensorInfo external{fb::Own(eti.mutable_table())};
     external.set_fully_qualified_name(key);
     external.set_location(TensorDataLocation::EXTERNAL);
     external.mutable_data_segments_idx() = fb::Value{};
@@ -235,12 +235,12 @@ class ExternalMover {
 
   // Renumbers what stays: constants keep index 0 as the reserved placeholder.
   void RenumberConstants() {
-    std::vector<uint32_t> remap(cb_.elems.size(), 0);
+    std::vector<uint32_t> remap(cb_.elems().size(), 0);
     std::vector<fb::Value> kept;
-    for (size_t i = 0; i < cb_.elems.size(); ++i) {
+    for (size_t i = 0; i < cb_.elems().size(); ++i) {
       if (i == 0 || still_used_[i]) {
         remap[i] = static_cast<uint32_t>(kept.size());
-        kept.push_back(cb_.elems[i]);
+        kept.push_back(cb_.elems()[i]);
       }
     }
     ForEachTensorCow(*pkg_.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
@@ -248,7 +248,7 @@ class ExternalMover {
       uint64_t idx = Tensor{t}.get_data_buffer_idx();
       if (idx > 0 && idx < remap.size() && remap[idx] != idx) Tensor{own()}.set_data_buffer_idx(remap[idx]);
     });
-    cb_.elems = std::move(kept);
+    cb_.mutable_elems() = std::move(kept);
   }
 
   void DropMutableDataIfUnused() {
@@ -270,12 +270,12 @@ class ExternalMover {
 
 // Drops every Chain.stacktrace (owning only the plans and chains that have one).
 void DropStacktraces(fb::Table& p) {
-  for (auto& plan : Program{p}.execution_plan().elems) {
-    const auto& chains = ExecutionPlan{std::as_const(*plan.table)}.chains().elems;
+  for (auto& plan : Program{p}.execution_plan().mutable_elems()) {
+    const auto& chains = ExecutionPlan{std::as_const(*plan.table())}.chains().elems();
     for (size_t c = 0; c < chains.size(); ++c) {
-      if (!Chain{std::as_const(*chains[c].table)}.stacktrace().present()) continue;
-      auto& owned = ExecutionPlan{fb::Own(plan.table)}.chains().elems;
-      Chain{fb::Own(owned[c].table)}.stacktrace() = fb::Value{};
+      if (!Chain{std::as_const(*chains[c].table())}.stacktrace().present()) continue;
+      auto& owned = ExecutionPlan{fb::Own(plan.mutable_table())}.chains().mutable_elems();
+      Chain{fb::Own(owned[c].mutable_table())}.stacktrace() = fb::Value{};
     }
   }
 }

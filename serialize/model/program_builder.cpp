@@ -341,13 +341,13 @@ Package ProgramBuilder::Build() const {
     // Values are cloned so that Build() can be called more than once.
     std::vector<fb::Value> values;
     for (size_t vi = 0; vi < m.s_->values_.size(); ++vi) {
-      fb::Value v = fb::TableValue(fb::Clone(*m.s_->values_[vi].table));
+      fb::Value v = fb::TableValue(fb::Clone(*m.s_->values_[vi].table()));
       auto it = s_->constant_names_.find({mi, static_cast<uint32_t>(vi)});
       if (it != s_->constant_names_.end()) {
         // Recorded for external placement; the writer decides whether it is kept.
         auto e = ExtraTensorInfo<>::New();
         ExtraTensorInfo{*e}.set_fully_qualified_name(it->second);
-        prog::Tensor{*EValue{*v.table}.val().table}.extra_tensor_info() = fb::TableValue(e);
+        prog::Tensor{*EValue{*v.table()}.val().table()}.extra_tensor_info() = fb::TableValue(e);
       }
       values.push_back(std::move(v));
     }

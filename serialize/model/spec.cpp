@@ -203,7 +203,7 @@ std::optional<std::pair<nlohmann::json, std::shared_ptr<fb::Table>>> ParseSpecFa
 // "constants" -> constant_buffer (after the reserved empty entry 0).
 void AddConstants(const nlohmann::json& constants, const std::string& base, prog::Program<>& p) {
   auto& cb = p.constant_buffer();
-  if (!cb.elems.empty()) BadSpec(base, "give constants either in program.constant_buffer or in \"constants\"");
+  if (!cb.elems().empty()) BadSpec(base, "give constants either in program.constant_buffer or in \"constants\"");
   std::vector<fb::Value> bufs;
   auto placeholder = prog::Buffer<>::New();
   prog::Buffer{*placeholder}.set_storage(Bytes{});
@@ -296,15 +296,15 @@ uint64_t ProgramKeyOffset(const std::string& text, const std::string& key) {
 void RejectLaidOut(const prog::Program<>& p, const std::string& text, const std::string& base) {
   const char* field = nullptr;
   std::string found;
-  if (p.segments().present() && !p.segments().elems.empty()) {
+  if (p.segments().present() && !p.segments().elems().empty()) {
     field = "segments";
-    found = std::to_string(p.segments().elems.size()) + " segments";
-  } else if (p.constant_segment().table &&
-             prog::SubsegmentOffsets{*p.constant_segment().table}.get_offsets().size() > 1) {
+    found = std::to_string(p.segments().elems().size()) + " segments";
+  } else if (p.constant_segment().table() &&
+             prog::SubsegmentOffsets{*p.constant_segment().table()}.get_offsets().size() > 1) {
     // (offsets [0] alone is the empty placeholder: nothing laid out)
     field = "constant_segment";
     found =
-        std::to_string(prog::SubsegmentOffsets{*p.constant_segment().table}.get_offsets().size()) + " constant offsets";
+        std::to_string(prog::SubsegmentOffsets{*p.constant_segment().table()}.get_offsets().size()) + " constant offsets";
   }
   if (!field) return;
   Finding f;

@@ -37,7 +37,7 @@ std::vector<Bytes> SplitSegment(const Bytes& seg, const std::vector<uint64_t>& o
 // segments of equal content, share one entry again.
 uint32_t InlineEntryFor(fb::Value& bdd, const Bytes& data, std::vector<uint32_t>& restored) {
   for (uint32_t i : restored) {
-    const Bytes& have = BackendDelegateInlineData{*bdd.elems[i].table}.get_data();
+    const Bytes& have = BackendDelegateInlineData{*bdd.elems()[i].table()}.get_data();
     if (have.size == data.size && (have.data == data.data || std::memcmp(have.data, data.data, data.size) == 0)) {
       return i;
     }
@@ -45,8 +45,8 @@ uint32_t InlineEntryFor(fb::Value& bdd, const Bytes& data, std::vector<uint32_t>
   auto inl = BackendDelegateInlineData<>::New();
   BackendDelegateInlineData{*inl}.set_data(data);
   if (!bdd.present()) bdd = fb::OffsetVector({}, reflection::Obj);
-  bdd.elems.push_back(fb::TableValue(inl));
-  restored.push_back(static_cast<uint32_t>(bdd.elems.size() - 1));
+  bdd.mutable_elems().push_back(fb::TableValue(inl));
+  restored.push_back(static_cast<uint32_t>(bdd.elems().size() - 1));
   return restored.back();
 }
 
@@ -54,11 +54,11 @@ uint32_t InlineEntryFor(fb::Value& bdd, const Bytes& data, std::vector<uint32_t>
 void InlineDelegates(Program<>& p, const std::vector<Bytes>& seg) {
   auto& bdd = p.backend_delegate_data();
   std::vector<uint32_t> restored;  // entries made from segments
-  for (auto& plan : p.execution_plan().elems) {
-    for (auto& del : ExecutionPlan{*plan.table}.delegates().elems) {
-      auto& processed = BackendDelegate{*del.table}.processed();
-      if (!processed.table) continue;
-      const BackendDelegateDataReference old{*processed.table};
+  for (auto& plan : p.execution_plan().elems()) {
+    for (auto& del : ExecutionPlan{*plan.table()}.delegates().elems()) {
+      auto& processed = BackendDelegate{*del.table()}.processed();
+      if (!processed.table()) continue;
+      const BackendDelegateDataReference old{*processed.table()};
       if (old.get_location() != DataLocation::SEGMENT) continue;
       const uint32_t index = InlineEntryFor(bdd, seg.at(old.get_index()), restored);
       auto r = BackendDelegateDataReference<>::New();
@@ -94,8 +94,8 @@ Bytes Unpadded(Bytes b, const std::map<uint64_t, uint64_t>& need, size_t index) 
 // The constant segment back into constant_buffer.
 void RestoreConstants(Program<>& p, const std::vector<Bytes>& seg) {
   auto& cseg = p.constant_segment();
-  if (!cseg.table) return;
-  SubsegmentOffsets sub{*cseg.table};
+  if (!cseg.table()) return;
+  SubsegmentOffsets sub{*cseg.table()};
   std::vector<uint64_t> o = sub.get_offsets();
   if (o.empty()) return;
   const std::map<uint64_t, uint64_t> need = ConstantSizes(p.table());
@@ -113,24 +113,24 @@ void RestoreConstants(Program<>& p, const std::vector<Bytes>& seg) {
 
 void RestoreMutableData(Program<>& p, const std::vector<Bytes>& seg, Package& pkg) {
   auto& mds = p.mutable_data_segments();
-  if (!mds.present() || mds.elems.empty()) return;
-  if (mds.elems.size() > 1) throw Error("unsupported", "more than one mutable data segment");
-  const SubsegmentOffsets m{*mds.elems[0].table};
+  if (!mds.present() || mds.elems().empty()) return;
+  if (mds.elems().size() > 1) throw Error("unsupported", "more than one mutable data segment");
+  const SubsegmentOffsets m{*mds.elems()[0].table()};
   pkg.mutable_data = SplitSegment(seg.at(m.get_segment_index()), m.get_offsets());
   mds = fb::Value{};
 }
 
 void RestoreNamedData(Program<>& p, const std::vector<Bytes>& seg, Package& pkg) {
   auto& nd = p.named_data();
-  for (auto& e : nd.elems) {
-    const NamedData entry{*e.table};
+  for (auto& e : nd.elems()) {
+    const NamedData entry{*e.table()};
     NamedBlob b;
     b.key = entry.get_key();
     b.data = seg.at(entry.get_segment_index());
     pkg.named_data.push_back(std::move(b));
   }
-  nd.elems.clear();
-  p.segments().elems.clear();
+  nd.mutable_elems().clear();
+  p.segments().mutable_elems().clear();
 }
 
 // "dir/model.ptd" -> "model".

@@ -100,13 +100,13 @@ Range SegmentAlignmentRange(uint64_t start, uint64_t base, const std::vector<Seg
 Range ConstantSegmentRange(const PteFile& pte, const Package& pkg) {
   const auto* cs = pte.program()->constant_segment();
   if (!cs || !cs->offsets() || cs->offsets()->size() <= 2) return {};
-  const auto& cb = Program{*pkg.program}.constant_buffer().elems;
+  const auto& cb = Program{*pkg.program}.constant_buffer().elems();
   const auto* offs = cs->offsets();
   if (cb.size() < offs->size()) return {};
   return Fitting([&](uint64_t a) {
     for (flatbuffers::uoffset_t i = 0; i + 1 < offs->size(); ++i) {
       uint64_t next = offs->Get(i + 1);
-      uint64_t len = Buffer{*cb.at(i).table}.get_storage().size;
+      uint64_t len = Buffer{*cb.at(i).table()}.get_storage().size;
       if (next < offs->Get(i) || AlignUp(len, a) != next - offs->Get(i)) return false;
     }
     return true;

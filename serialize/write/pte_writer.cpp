@@ -50,19 +50,19 @@ uint64_t PayloadBytes(const fb::Table& t) {
   for (const fb::Value& v : t.fields) {
     switch (v.kind) {
       case fb::Value::Kind::kString:
-        n += 4 + v.str.size() + 1;
+        n += 4 + v.str().size() + 1;
         break;
       case fb::Value::Kind::kScalarVector:
-        n += 4 + v.scalars.size;
+        n += 4 + v.scalars().size;
         break;
       case fb::Value::Kind::kTable:
-        if (v.table) n += PayloadBytes(*v.table);
+        if (v.table()) n += PayloadBytes(*v.table());
         break;
       case fb::Value::Kind::kOffsetVector:
-        n += 4 + 4 * v.elems.size();
-        for (const fb::Value& e : v.elems) {
-          if (e.table) n += PayloadBytes(*e.table);
-          if (e.kind == fb::Value::Kind::kString) n += 4 + e.str.size() + 1;
+        n += 4 + 4 * v.elems().size();
+        for (const fb::Value& e : v.elems()) {
+          if (e.table()) n += PayloadBytes(*e.table());
+          if (e.kind == fb::Value::Kind::kString) n += 4 + e.str().size() + 1;
         }
         break;
       default:
@@ -80,13 +80,13 @@ uint64_t PayloadBytes(const fb::Table& t) {
 // in order of first use. Nothing changes when there are no duplicates.
 void DedupInlineDelegateData(fb::Table& p) {
   auto& bdd = Program{p}.backend_delegate_data();
-  const size_t n = bdd.elems.size();
+  const size_t n = bdd.elems().size();
   if (n < 2) return;
   DedupIndex dedup;
   std::vector<size_t> rep(n);
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
-    Bytes data = bdd.elems[i].table ? BackendDelegateInlineData{*bdd.elems[i].table}.get_data() : Bytes{};
+    Bytes data = bdd.elems()[i].table() ? BackendDelegateInlineData{*bdd.elems()[i].table()}.get_data() : Bytes{};
     auto same = dedup.FindOrAdd(data, i);
     rep[i] = same ? *same : i;
     any = any || same.has_value();
@@ -97,22 +97,22 @@ void DedupInlineDelegateData(fb::Table& p) {
   for (size_t i = 0; i < n; ++i) {
     if (rep[i] == i) {
       remap[i] = kept.size();
-      kept.push_back(bdd.elems[i]);
+      kept.push_back(bdd.elems()[i]);
     }
   }
   for (size_t i = 0; i < n; ++i) remap[i] = remap[rep[i]];
-  for (auto& pl : Program{p}.execution_plan().elems) {
-    if (!pl.table || !ExecutionPlan{std::as_const(*pl.table)}.delegates().present()) continue;
-    for (auto& del : ExecutionPlan{fb::Own(pl.table)}.delegates().elems) {
-      if (!del.table || !BackendDelegate{std::as_const(*del.table)}.processed().table) continue;
-      auto& processed = BackendDelegate{fb::Own(del.table)}.processed();
-      BackendDelegateDataReference ref{fb::Own(processed.table)};
+  for (auto& pl : Program{p}.execution_plan().mutable_elems()) {
+    if (!pl.table() || !ExecutionPlan{std::as_const(*pl.table())}.delegates().present()) continue;
+    for (auto& del : ExecutionPlan{fb::Own(pl.mutable_table())}.delegates().mutable_elems()) {
+      if (!del.table() || !BackendDelegate{std::as_const(*del.table())}.processed().table()) continue;
+      auto& processed = BackendDelegate{fb::Own(del.mutable_table())}.processed();
+      BackendDelegateDataReference ref{fb::Own(processed.mutable_table())};
       if (ref.get_location() != DataLocation::INLINE) continue;
       uint64_t idx = ref.get_index();
       if (idx < n) ref.set_index(static_cast<uint32_t>(remap[idx]));
     }
   }
-  bdd.elems = std::move(kept);
+  bdd.mutable_elems() = std::move(kept);
 }
 
 // ExecuTorch's emitter stores equal initial states of mutable buffers once
@@ -125,7 +125,7 @@ void DedupInlineDelegateData(fb::Table& p) {
 uint64_t MutableDataIndex(const fb::Table& t, size_t n) {
   if (!IsPlanned(t)) return 0;
   const auto& eti = Tensor{t}.extra_tensor_info();
-  if (eti.table && ExtraTensorInfo{*eti.table}.get_location() != TensorDataLocation::SEGMENT) return 0;  // external
+  if (eti.table() && ExtraTensorInfo{*eti.table()}.get_location() != TensorDataLocation::SEGMENT) return 0;  // external
   uint64_t idx = Tensor{t}.get_data_buffer_idx();
   return idx < n ? idx : 0;
 }
@@ -142,7 +142,7 @@ void DedupMutableData(Package& pkg) {
   ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn&) {
     uint64_t idx = MutableDataIndex(t, n);
     if (idx == 0) return;
-    const bool has_info = Tensor{t}.extra_tensor_info().table != nullptr;
+    const bool has_info = Tensor{t}.extra_tensor_info().table() != nullptr;
     if (visited[idx] || has_info) return;
     visited[idx] = true;
     if (auto same = seen.FindOrAdd(md[idx], idx)) {
@@ -195,9 +195,9 @@ fb::Value SubsegmentsValue(size_t segment_index, const std::vector<uint64_t>& of
 // Constant segment: every constant_buffer entry padded to the tensor alignment.
 void PlaceConstants(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
   auto& cb = p.constant_buffer();
-  if (cfg.inline_constants || cb.elems.empty()) return;
+  if (cfg.inline_constants || cb.elems().empty()) return;
   std::vector<Bytes> items;
-  for (auto& b : cb.elems) items.push_back(b.table ? Buffer{*b.table}.get_storage() : Bytes{});
+  for (auto& b : cb.elems()) items.push_back(b.table() ? Buffer{*b.table()}.get_storage() : Bytes{});
   std::vector<uint64_t> offsets;
   PlannedSegment seg = ConcatSegment(items, cfg.tensor_alignment(), &offsets);
   p.constant_segment() = SubsegmentsValue(plan.segments().size(), offsets);
@@ -219,23 +219,23 @@ void PlaceMutableData(Program<>& p, const Package& pkg, SegmentPlan& plan) {
 uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
   auto& bdd = p.backend_delegate_data();
   std::vector<fb::Value> remaining;
-  std::vector<bool> seen(bdd.elems.size(), false);
+  std::vector<bool> seen(bdd.elems().size(), false);
   DedupIndex dedup;
-  for (auto& pl : p.execution_plan().elems) {
-    if (ExecutionPlan{std::as_const(*pl.table)}.delegates().elems.empty()) continue;
-    for (auto& del : ExecutionPlan{fb::Own(pl.table)}.delegates().elems) {
-      BackendDelegate delegate{fb::Own(del.table)};
+  for (auto& pl : p.execution_plan().mutable_elems()) {
+    if (ExecutionPlan{std::as_const(*pl.table())}.delegates().elems().empty()) continue;
+    for (auto& del : ExecutionPlan{fb::Own(pl.mutable_table())}.delegates().mutable_elems()) {
+      BackendDelegate delegate{fb::Own(del.mutable_table())};
       auto& processed = delegate.processed();
-      if (!processed.table || BackendDelegateDataReference{*processed.table}.get_location() != DataLocation::INLINE) {
+      if (!processed.table() || BackendDelegateDataReference{*processed.table()}.get_location() != DataLocation::INLINE) {
         throw Error("bad-program", "delegate data must be inline before layout (" + delegate.get_id() + ")");
       }
-      uint64_t idx = BackendDelegateDataReference{*processed.table}.get_index();
-      if (idx >= bdd.elems.size()) {
+      uint64_t idx = BackendDelegateDataReference{*processed.table()}.get_index();
+      if (idx >= bdd.elems().size()) {
         throw Error("index-out-of-range", "delegate processed index " + std::to_string(idx) +
-                                              " >= backend_delegate_data size " + std::to_string(bdd.elems.size()));
+                                              " >= backend_delegate_data size " + std::to_string(bdd.elems().size()));
       }
       seen[idx] = true;
-      const Bytes& data = BackendDelegateInlineData{*bdd.elems[idx].table}.get_data();
+      const Bytes& data = BackendDelegateInlineData{*bdd.elems()[idx].table()}.get_data();
       if (data.size > 0) {
         auto r = BackendDelegateDataReference<>::New();
         BackendDelegateDataReference ref{*r};
@@ -243,8 +243,8 @@ uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
         ref.set_index(static_cast<uint32_t>(AddDedupedBlob(plan, dedup, data)));
         processed = fb::TableValue(r);
       } else {
-        remaining.push_back(bdd.elems[idx]);
-        BackendDelegateDataReference{fb::Own(processed.table)}.set_index(static_cast<uint32_t>(remaining.size() - 1));
+        remaining.push_back(bdd.elems()[idx]);
+        BackendDelegateDataReference{fb::Own(processed.mutable_table())}.set_index(static_cast<uint32_t>(remaining.size() - 1));
       }
     }
   }
@@ -260,7 +260,7 @@ uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
 uint64_t PlaceNamedData(Program<>& p, const Package& pkg, SegmentPlan& plan) {
   if (pkg.named_data.empty()) return 0;
   auto& nd = p.named_data();
-  if (!nd.elems.empty()) throw Error("bad-program", "program already has named data");
+  if (!nd.elems().empty()) throw Error("bad-program", "program already has named data");
   std::vector<fb::Value> entries;
   DedupIndex dedup;
   for (const auto& blob : pkg.named_data) {
@@ -285,7 +285,7 @@ void ListSegments(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
     DataSegment segment{*ds};
     segment.set_offset(s.offset);
     segment.set_size(s.size);
-    segs.elems.push_back(fb::TableValue(ds));
+    segs.mutable_elems().push_back(fb::TableValue(ds));
   }
 }
 
