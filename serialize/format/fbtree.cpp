@@ -406,6 +406,9 @@ class Decoder {
 
 // --- Value ---
 
+// A program holds about one value per schema field of every table; keep it small.
+static_assert(sizeof(void*) != 8 || sizeof(Value) == 32, "fb::Value grew");
+
 void Value::Reset() noexcept {
   switch (store_) {
     case Store::kTable:
@@ -518,8 +521,8 @@ size_t Value::scalars_size() const {
 
 void Value::set_view(const uint8_t* data, size_t size, std::shared_ptr<const void> owner) {
   if (size > UINT32_MAX) {
-    throw Error("limit-exceeded", "a string or vector of " + std::to_string(size) +
-                                      " bytes is over the 4 GiB a flatbuffer can hold");
+    throw Error("limit-exceeded",
+                "a string or vector of " + std::to_string(size) + " bytes is over the 4 GiB a flatbuffer can hold");
   }
   Reset();
   new (&blob_) Blob{data, std::move(owner)};
@@ -782,8 +785,6 @@ Value ScalarVector(reflection::BaseType elem_type, Bytes raw) {
 
 uint64_t AsUInt(const Value& v, uint64_t dflt) { return v.kind == Value::Kind::kScalar ? v.bits() : dflt; }
 
-int64_t AsInt(const Value& v, int64_t dflt) {
-  return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits()) : dflt;
-}
+int64_t AsInt(const Value& v, int64_t dflt) { return v.kind == Value::Kind::kScalar ? ToInt(v.type, v.bits()) : dflt; }
 
 }  // namespace ptepack::fb

@@ -53,8 +53,17 @@ struct Table;
 // Reads never change a value; the set_/mutable_ calls replace its payload.
 struct Value {
   enum class Kind : uint8_t { kAbsent, kScalar, kString, kTable, kScalarVector, kOffsetVector };
+  // A reflection::BaseType in one byte (the enum itself is four).
+  class Type {
+   public:
+    Type(reflection::BaseType t = reflection::None) : t_(static_cast<uint8_t>(t)) {}         // NOLINT: implicit
+    operator reflection::BaseType() const { return static_cast<reflection::BaseType>(t_); }  // NOLINT
+
+   private:
+    uint8_t t_;
+  };
   Kind kind = Kind::kAbsent;
-  reflection::BaseType type = reflection::None;  // scalar type, or vector element type
+  Type type;  // scalar type, or vector element type
 
   Value() noexcept : bits_(0) {}
   Value(const Value& o);
