@@ -77,7 +77,8 @@ uint64_t TensorNbytes(const fb::Table& t) {
 
 bool IsExternal(const fb::Table& tensor) {
   const auto& eti = Tensor{tensor}.extra_tensor_info();
-  return eti.table() && ExtraTensorInfo{*eti.table()}.get_location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
+  return eti.table() &&
+         ExtraTensorInfo{*eti.table()}.get_location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
 }
 
 bool IsPlanned(const fb::Table& tensor) { return Tensor{tensor}.allocation_info().table() != nullptr; }

@@ -303,8 +303,8 @@ void RejectLaidOut(const prog::Program<>& p, const std::string& text, const std:
              prog::SubsegmentOffsets{*p.constant_segment().table()}.get_offsets().size() > 1) {
     // (offsets [0] alone is the empty placeholder: nothing laid out)
     field = "constant_segment";
-    found =
-        std::to_string(prog::SubsegmentOffsets{*p.constant_segment().table()}.get_offsets().size()) + " constant offsets";
+    found = std::to_string(prog::SubsegmentOffsets{*p.constant_segment().table()}.get_offsets().size()) +
+            " constant offsets";
   }
   if (!field) return;
   Finding f;

@@ -226,7 +226,8 @@ uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
     for (auto& del : ExecutionPlan{fb::Own(pl.mutable_table())}.delegates().mutable_elems()) {
       BackendDelegate delegate{fb::Own(del.mutable_table())};
       auto& processed = delegate.processed();
-      if (!processed.table() || BackendDelegateDataReference{*processed.table()}.get_location() != DataLocation::INLINE) {
+      if (!processed.table() ||
+          BackendDelegateDataReference{*processed.table()}.get_location() != DataLocation::INLINE) {
         throw Error("bad-program", "delegate data must be inline before layout (" + delegate.get_id() + ")");
       }
       uint64_t idx = BackendDelegateDataReference{*processed.table()}.get_index();
@@ -244,7 +245,8 @@ uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
         processed = fb::TableValue(r);
       } else {
         remaining.push_back(bdd.elems()[idx]);
-        BackendDelegateDataReference{fb::Own(processed.mutable_table())}.set_index(static_cast<uint32_t>(remaining.size() - 1));
+        BackendDelegateDataReference{fb::Own(processed.mutable_table())}.set_index(
+            static_cast<uint32_t>(remaining.size() - 1));
       }
     }
   }
