@@ -655,6 +655,41 @@ TEST(ReaderPtd, XorIsCurrentLayout) {
   EXPECT_EQ(LoadU64(last.data), 0x3ea0f56e3e4f19ccull);
 }
 
+// Keys are views of the file's FlatBuffers strings (length-prefixed), and
+// duplicates are found by sorting: every later copy of a key is reported, at
+// its own entry and in entry order, and the first copy is not.
+TEST(ReaderPtd, EveryLaterCopyOfAKeyIsADuplicate) {
+  std::vector<uint8_t> b = ReadFile(FixturePath("xor.ptd"));
+  // [bytes] xxd -s 148 -l 24 xor.ptd: u32 16, "net.linear2.bias", NUL (entry 3's key);
+  //         xxd -s 224 -l 24: u32 18, "net.linear2.weight", NUL (entry 2's key).
+  // Both become the 15-byte "net.linear.bias" (entry 1's key): new length, text, NUL.
+  const std::string bias = "net.linear.bias";
+  const std::vector<std::pair<size_t, std::string>> keys = {{152, "net.linear2.bias"}, {228, "net.linear2.weight"}};
+  for (const auto& [at, old] : keys) {
+    ASSERT_EQ(LoadU32(b.data() + at - 4), old.size());
+    ASSERT_EQ(std::string(b.begin() + at, b.begin() + at + old.size()), old);
+    StoreU32(b.data() + at - 4, static_cast<uint32_t>(bias.size()));
+    std::copy(bias.begin(), bias.end(), b.begin() + at);
+    b[at + bias.size()] = 0;
+  }
+  auto ptd = PtdFile::FromBytes(Bytes::Copy(b.data(), b.size()), "dup.ptd");
+  ASSERT_EQ(ptd->entries().size(), 4u);
+  EXPECT_EQ(ptd->entries()[0].key, "net.linear.weight");
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(ptd->entries()[i].key, bias);
+    EXPECT_EQ(ptd->entries()[i].key.size(), bias.size());
+  }
+  std::vector<uint64_t> at;
+  for (const Finding& f : ptd->report().findings()) {
+    ASSERT_EQ(f.code, "duplicate-key") << f.ToString();
+    EXPECT_NE(f.message.find("\"" + bias + "\""), std::string::npos) << f.message;
+    at.push_back(f.offset.value_or(0));
+  }
+  EXPECT_EQ(at, (std::vector<uint64_t>{ptd->entries()[2].table_offset, ptd->entries()[3].table_offset}));
+  // The other checks still ran: every entry is in the file.
+  for (const PtdEntry& e : ptd->entries()) EXPECT_TRUE(e.valid);
+}
+
 TEST(ReaderPtd, PteReaderRejectsPtdWithHint) {
   auto pte = PteFile::Open(FixturePath("xor.ptd"));
   EXPECT_FALSE(pte->ok());

@@ -531,10 +531,10 @@ json PtdSegmentJson(const PtdFile& ptd, size_t i) {
 }
 
 json PtdEntryJson(const PtdEntry& e) {
-  json j{{"key", e.key}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
+  json j{{"key", e.key.str()}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
   if (e.has_layout) {
     j["dtype"] = ScalarTypeName(e.scalar_type);
-    j["sizes"] = e.sizes;
+    j["sizes"] = e.sizes.vec();
   }
   return j;
 }

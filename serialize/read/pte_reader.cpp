@@ -296,7 +296,7 @@ std::vector<int64_t> ToDims(const T* v) {
 }
 
 template <typename T>
-std::vector<int64_t> ToDims(const std::vector<T>& v) {
+std::vector<int64_t> ToDims(const PtdDims<T>& v) {
   return std::vector<int64_t>(v.begin(), v.end());
 }
 
@@ -342,7 +342,7 @@ void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
   const Where w{report_, file_};
   // The runtime resolves external tensors in the data map given to
   // load_method (the .ptd files, merged), never in this file's named_data.
-  std::unordered_map<std::string, KeyHolder> keys;
+  std::unordered_map<std::string_view, KeyHolder> keys;  // views of the .ptd files' keys
   for (const PtdFile* ptd : ptds) {
     if (!ptd) continue;
     for (const auto& e : ptd->entries()) {
@@ -363,10 +363,10 @@ void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
     for (const auto* nd : *program_->named_data()) {
       if (!nd->key()) continue;
       ++total;
-      auto it = keys.find(nd->key()->str());
+      auto it = keys.find(nd->key()->string_view());
       if (it != keys.end()) {
         report_.Error("duplicate-key",
-                      "named data key \"" + it->first + "\" is also in " + it->second.ptd->name() +
+                      "named data key \"" + std::string(it->first) + "\" is also in " + it->second.ptd->name() +
                           " (the runtime refuses to merge them)",
                       w.at(nd), "keys unique across the .pte and its .ptd files", "duplicate");
       }

@@ -184,7 +184,7 @@ ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag) {
       ptd::TensorLayout layout{*tl};
       layout.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(e.scalar_type));
       layout.set_sizes(std::vector<int32_t>(e.sizes.begin(), e.sizes.end()));
-      layout.set_dim_order(Bytes::Own(std::vector<uint8_t>(e.dim_order)));
+      layout.set_dim_order(Bytes::Own(e.dim_order.vec()));
       b.tensor_layout = tl;
     }
     ef.entries.push_back(std::move(b));
