@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "program_views_generated.h"
 #include "serialize/format/fbtree.h"
+#include "serialize/format/program_json.h"
 #include "serialize/io/file_io.h"
 #include "serialize/model/package.h"
 #include "serialize/read/ptd_reader.h"
@@ -150,6 +152,100 @@ TEST(FbTreeOwn, CopiesASharedTableOnceAndLeavesTheOtherTreeAlone) {
   std::shared_ptr<fb::Table> alone = prog::ExecutionPlan<>::New();
   fb::Table* p = alone.get();
   EXPECT_EQ(&fb::Own(alone), p);
+}
+
+// fb::Value holds one payload in 32 bytes (issue 16: the decoded tree of a
+// 10,000-method program was 120 MB at 144 bytes a value).
+TEST(FbValue, CopiesShareTablesAndBytesButNotElementLists) {
+  auto plan = prog::ExecutionPlan<>::New();
+  fb::Value v = fb::OffsetVector({fb::TableValue(plan), fb::StringValue("x")}, reflection::Obj);
+  fb::Value copy = v;
+  copy.mutable_elems().push_back(fb::StringValue("y"));
+  EXPECT_EQ(v.elems().size(), 2u);
+  EXPECT_EQ(copy.elems().size(), 3u);
+  EXPECT_EQ(copy.elems()[0].table().get(), plan.get());
+  EXPECT_EQ(copy.elems()[1].str_view().data(), v.elems()[1].str_view().data());
+  // Assigning a value its own element (which lives in the payload it replaces).
+  v = v.elems()[1];
+  EXPECT_EQ(v.kind, fb::Value::Kind::kString);
+  EXPECT_EQ(v.str(), "x");
+  v = std::move(copy.mutable_elems()[2]);
+  EXPECT_EQ(v.str(), "y");
+}
+
+TEST(FbValue, ReadsChangeNothingAndWritesRefuseToDropAnotherPayload) {
+  fb::Value scalar = fb::ScalarValue(reflection::Int, 7);
+  EXPECT_TRUE(scalar.elems().empty());
+  EXPECT_EQ(scalar.table(), nullptr);
+  EXPECT_EQ(scalar.str(), "");
+  EXPECT_EQ(scalar.bits(), 7u);  // still there after the reads
+  try {
+    scalar.mutable_elems();
+    ADD_FAILURE() << "a scalar's bits were dropped for a vector";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "internal");
+  }
+  EXPECT_EQ(scalar.bits(), 7u);
+  fb::Value absent;  // holds nothing: becomes a vector
+  absent.mutable_elems().push_back(fb::StringValue("a"));
+  EXPECT_EQ(absent.elems().size(), 1u);
+}
+
+TEST(FbValue, KeepsWhatBytesSayAboutTheirSource) {
+  const std::string dir = testing::TempDir("fbvalue_bytes");
+  const std::string path = dir + "/data.bin";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << std::string(4096, 'z');
+  }
+  auto mapping = MappedFile::Open(path);
+  fb::Value mapped = fb::ScalarVector(reflection::UByte, mapping->All());
+  EXPECT_EQ(mapped.scalars().mapping, mapping.get());  // the writer copies from the file
+  EXPECT_TRUE(mapped.scalars().file_backed);
+  EXPECT_EQ(mapped.scalars_size(), 4096u);
+  fb::Value zeros = fb::ScalarVector(reflection::UByte, Bytes::Zeros(1 << 20));
+  EXPECT_TRUE(zeros.scalars().zeros);  // the writer leaves a hole
+  // A view nobody owns is copied, so the value cannot outlive its bytes.
+  std::vector<uint8_t> raw = {1, 2, 3};
+  fb::Value unowned = fb::ScalarVector(reflection::UByte, Bytes::View(raw.data(), raw.size()));
+  raw.assign({9, 9, 9});
+  ASSERT_EQ(unowned.scalars_size(), 3u);
+  EXPECT_EQ(unowned.scalars_data()[0], 1);
+  EXPECT_EQ(unowned.scalars_data()[2], 3);
+}
+
+TEST(FbValue, DecodedStringsAndVectorsAreViewsOfTheInput) {
+  if (!fs::exists(FixturePath("add.pte"))) GTEST_SKIP() << "fixture add.pte not found";
+  auto pte = PteFile::Open(FixturePath("add.pte"));
+  ASSERT_TRUE(pte->ok());
+  Package pkg = PackageFromPte(*pte, {});
+  const auto& plan = *prog::Program{std::as_const(*pkg.program)}.execution_plan().elems().at(0).table();
+  const std::string_view name = prog::ExecutionPlan{plan}.name().str_view();
+  EXPECT_EQ(name, "forward");
+  const Bytes& file = pte->file();
+  const auto* p = reinterpret_cast<const uint8_t*>(name.data());
+  EXPECT_TRUE(p >= file.data && p + name.size() <= file.data + file.size);
+}
+
+// ProgramToJson swaps doubles for placeholders on its own copies of the tables
+// that hold them (not on the caller's tree, and without a deep copy).
+TEST(FbValue, ProgramToJsonLeavesTheInputAlone) {
+  auto root = prog::Program<>::New();
+  auto plan = prog::ExecutionPlan<>::New();
+  auto dbl = prog::Double<>::New();
+  prog::Double{*dbl}.set_double_val(0.1);
+  auto ev = prog::EValue<>::New();
+  prog::EValue{*ev}.set_val_type(executorch_flatbuffer::KernelTypes::Double);
+  prog::EValue{*ev}.val() = fb::TableValue(dbl);
+  prog::ExecutionPlan{*plan}.set_name("forward");
+  prog::ExecutionPlan{*plan}.values() = fb::OffsetVector({fb::TableValue(ev)}, reflection::Obj);
+  prog::Program{*root}.execution_plan() = fb::OffsetVector({fb::TableValue(plan)}, reflection::Obj);
+  const std::vector<uint8_t> before = EncodeTree(*root);
+  const std::string json = ProgramToJson(*root);
+  EXPECT_NE(json.find("double_val\": 0.1\n"), std::string::npos) << json;
+  EXPECT_EQ(prog::Double{std::as_const(*dbl)}.get_double_val(), 0.1);
+  EXPECT_TRUE(EncodeTree(*root) == before);
+  EXPECT_EQ(ProgramToJson(*root), json);
 }
 
 int OpenFdsTo(const std::string& path) {

@@ -53,7 +53,7 @@ bool ConstantsAsList(const fb::Value& cb) {
 // The program of `pkg` as JSON (program.fbs field names) without the data the
 // spec gives as files: constants (when `strip_constants`) and delegate payloads.
 std::string SpecProgramJson(const Package& pkg, bool strip_constants) {
-  auto copy = fb::Clone(*pkg.program);
+  auto copy = fb::ShallowClone(*pkg.program);  // only root fields change
   prog::Program p{*copy};
   if (strip_constants) p.constant_buffer() = fb::Value{};
   p.backend_delegate_data() = fb::Value{};

@@ -39,7 +39,8 @@ namespace {
 // that reads back as the very same double.
 class ExactDoubles {
  public:
-  // Swaps the doubles of `t` (a clone: vectors get new storage).
+  // Swaps the doubles of `t`, a table of its own; the tables below it that
+  // hold doubles are owned (copied) first, the others stay shared.
   void Swap(fb::Table& t) {
     for (auto& v : t.fields) SwapValue(v);
   }
@@ -67,7 +68,25 @@ uint64_t BitsOf(double d) {
   return b;
 }
 
+// Whether a double is anywhere in `v`.
+bool HasDouble(const fb::Value& v) {
+  if (v.type == reflection::Double &&
+      (v.kind == fb::Value::Kind::kScalar || v.kind == fb::Value::Kind::kScalarVector)) {
+    return true;
+  }
+  if (v.table()) {
+    for (const auto& f : v.table()->fields) {
+      if (HasDouble(f)) return true;
+    }
+  }
+  for (const auto& e : v.elems()) {
+    if (HasDouble(e)) return true;
+  }
+  return false;
+}
+
 void ExactDoubles::SwapValue(fb::Value& v) {
+  if (!HasDouble(v)) return;
   if (v.kind == fb::Value::Kind::kScalar && v.type == reflection::Double) {
     values_.push_back(DoubleOf(v.bits()));
     v.set_bits(BitsOf(Placeholder(values_.size() - 1)));
@@ -82,7 +101,7 @@ void ExactDoubles::SwapValue(fb::Value& v) {
     }
     v.set_scalars(Bytes::Own(std::move(raw)));
   }
-  if (v.table()) Swap(*v.table());
+  if (v.table()) Swap(fb::Own(v.mutable_table()));
   if (v.kind == fb::Value::Kind::kOffsetVector) {
     for (auto& e : v.mutable_elems()) SwapValue(e);
   }
@@ -161,7 +180,7 @@ std::string ExactDoubles::Restore(const std::string& text) const {
 }  // namespace
 
 std::string ProgramToJson(const fb::Table& program) {
-  auto copy = fb::Clone(program);
+  auto copy = fb::ShallowClone(program);  // Swap owns what it changes
   ExactDoubles doubles;
   doubles.ChooseBase(*copy);
   doubles.Swap(*copy);
