@@ -170,8 +170,10 @@ TEST(AtomicWrite, RefusesToOverwriteInput) {
 }
 
 // A real full disk: a small tmpfs mounted for the test (needs root and
-// CAP_SYS_ADMIN, skipped otherwise).
-TEST(AtomicWrite, RealDiskFull) {
+// CAP_SYS_ADMIN, skipped otherwise). With unbuffered_after 0 the constants
+// go through the unbuffered (O_DIRECT) writer and its thread from the
+// first byte, on kernels whose tmpfs accepts O_DIRECT.
+void CheckRealDiskFull(uint64_t unbuffered_after) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs";
   std::string dir = testing::TempDir("atomic_enospc");
   std::string cmd = "mount -t tmpfs -o size=32k ptepack-enospc " + dir + " 2>/dev/null";
@@ -185,6 +187,10 @@ TEST(AtomicWrite, RealDiskFull) {
   std::string out = dir + "/model.pte";
   const Buf old = ReadFile(FixturePath("add.pte"));
   WriteFile(out, old);
+  struct Hook {
+    explicit Hook(uint64_t n) { AtomicFile::SetUnbufferedAfterForTesting(n); }
+    ~Hook() { AtomicFile::SetUnbufferedAfterForTesting(AtomicFile::kUnbufferedAfter); }
+  } hook{unbuffered_after};
   try {
     WritePackage(l.pkg, l.config, out);
     ADD_FAILURE() << "54 KiB written to a 32 KiB file system";
@@ -199,6 +205,9 @@ TEST(AtomicWrite, RealDiskFull) {
   WritePackage(small.pkg, small.config, out);
   EXPECT_TRUE(ReadFile(out) == old);
 }
+
+TEST(AtomicWrite, RealDiskFull) { CheckRealDiskFull(AtomicFile::kUnbufferedAfter); }
+TEST(AtomicWrite, RealDiskFullUnbuffered) { CheckRealDiskFull(0); }
 
 // ---------------------------------------------------------------- limits
 

@@ -110,6 +110,24 @@ bool ResetPeakRss() {
   return out.good();
 }
 
+// Sets when unbuffered (O_DIRECT) writing starts, back to the default
+// however the test ends.
+struct UnbufferedAfter {
+  explicit UnbufferedAfter(uint64_t n, bool refuse_direct = false) {
+    AtomicFile::SetUnbufferedAfterForTesting(n, refuse_direct);
+  }
+  ~UnbufferedAfter() { AtomicFile::SetUnbufferedAfterForTesting(AtomicFile::kUnbufferedAfter); }
+};
+
+// True if a new file in `dir` can be opened with O_DIRECT.
+bool DirectIoWorks(const std::string& dir) {
+  const std::string p = dir + "/odirect-probe";
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_DIRECT, 0644);
+  if (fd >= 0) ::close(fd);
+  ::unlink(p.c_str());
+  return fd >= 0;
+}
+
 const uint8_t* ConstantData(const PteFile& pte, uint32_t idx, uint64_t* file_offset) {
   const auto* cs = pte.program()->constant_segment();
   *file_offset = pte.segments()[cs->segment_index()].file_offset + cs->offsets()->Get(idx);
@@ -201,22 +219,109 @@ TEST(PerfStreamedWrite, MatchesRenderedBytes) {
   BackendConfig aligned;
   aligned.segment_alignment = 4096;
   aligned.constant_tensor_alignment = 4096;
+  // Unbuffered (O_DIRECT) writing: never, from the first source byte, and
+  // from the first byte on a file system that refuses O_DIRECT writes.
+  enum Unbuffered { kNever, kFromStart, kRefused };
+  const bool direct_io = DirectIoWorks(dir);
   for (const BackendConfig& cfg : {BackendConfig{}, aligned}) {
     for (bool kernel_copy : {true, false}) {
-      AtomicFile::SetKernelCopyForTesting(kernel_copy);
-      Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
-      PteLayout layout = LayoutPte(pkg, cfg);
-      const std::string out = dir + "/stream.pte";
-      WritePteLayout(layout, out, WriteOptions{});
-      std::vector<uint8_t> want = RenderPte(layout);
-      std::vector<uint8_t> got = ReadFile(out);
-      ASSERT_EQ(got.size(), want.size());
-      EXPECT_TRUE(got == want) << "kernel copy " << kernel_copy << ", segment alignment " << cfg.segment_alignment;
-      auto pte = PteFile::Open(out);
-      EXPECT_TRUE(pte->ok());
+      for (Unbuffered ub : {kNever, kFromStart, kRefused}) {
+        AtomicFile::SetKernelCopyForTesting(kernel_copy);
+        UnbufferedAfter after(ub == kNever ? UINT64_MAX : 0, ub == kRefused);
+        Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+        PteLayout layout = LayoutPte(pkg, cfg);
+        const std::string out = dir + "/stream.pte";
+        WritePteLayout(layout, out, WriteOptions{});
+        std::vector<uint8_t> want = RenderPte(layout);
+        std::vector<uint8_t> got = ReadFile(out);
+        const std::string what = "kernel copy " + std::to_string(kernel_copy) + ", segment alignment " +
+                                 std::to_string(cfg.segment_alignment) + ", unbuffered mode " + std::to_string(ub);
+        ASSERT_EQ(got.size(), want.size()) << what;
+        EXPECT_TRUE(got == want) << what;
+        const uint64_t direct = AtomicFile::LastUnbufferedBytesForTesting();
+        if (ub == kFromStart && kernel_copy && direct_io) {
+          EXPECT_GT(direct, 0u) << what;
+        } else {
+          EXPECT_EQ(direct, 0u) << what;
+        }
+        auto pte = PteFile::Open(out);
+        EXPECT_TRUE(pte->ok());
+      }
     }
   }
   AtomicFile::SetKernelCopyForTesting(true);
+  std::filesystem::remove_all(dir);
+}
+
+// Tens of MiB written unbuffered (O_DIRECT, several buffers' worth) with the
+// default alignments: constants of odd sizes, back to back and padded, one
+// that starts exactly where the run of unbuffered writing begins, and with
+// ExecuTorch's 128-byte segment alignment every output offset differs from
+// the source offset modulo the page size. The file equals the in-memory
+// rendering byte for byte, by default (unbuffered writing after 8 MiB) and
+// from the first byte.
+TEST(PerfStreamedWrite, UnbufferedRunsMatchRenderedBytes) {
+  const std::string dir = TempDir("perf_unbuffered");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 48 * kMiB, 5);
+  std::vector<Const> consts = {
+      {0, 5 * kMiB + 17, ""}, {5 * kMiB + 17, 3, ""},
+      {0, 0, "aabbccddeeff"}, {7 * kMiB, 12 * kMiB + 4095, ""},
+      {3, 1 * kMiB, ""},      {20 * kMiB + 1, 19 * kMiB + 1, ""},
+      {100, 8 * 1024, ""},    {40 * kMiB, 8 * kMiB, ""},
+  };
+  const bool direct_io = DirectIoWorks(dir);
+  for (uint64_t after : {AtomicFile::kUnbufferedAfter, uint64_t{0}}) {
+    UnbufferedAfter hook(after);
+    Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+    PteLayout layout = LayoutPte(pkg, BackendConfig{});
+    const std::string out = dir + "/unbuffered.pte";
+    WritePteLayout(layout, out, WriteOptions{});
+    std::vector<uint8_t> want = RenderPte(layout);
+    std::vector<uint8_t> got = ReadFile(out);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want) << "unbuffered after " << after << " bytes";
+    if (direct_io) {
+      EXPECT_GT(AtomicFile::LastUnbufferedBytesForTesting(), 40 * kMiB) << "unbuffered after " << after << " bytes";
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Holes in a source end a run of unbuffered writing (they stay holes in the
+// output) and the run starts again after them, reading back the partial
+// block the hole left; the bytes equal the in-memory rendering.
+TEST(PerfStreamedWrite, UnbufferedWriteKeepsHoles) {
+  const std::string dir = TempDir("perf_unbuffered_sparse");
+  const std::string src = dir + "/weights.bin";
+  const uint64_t size = 64 * kMiB;
+  {
+    int fd = ::open(src.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+    std::mt19937_64 rng(6);
+    std::vector<uint64_t> block(1 << 17);  // 1 MiB
+    // Data at [0, 3 MiB), [20 MiB, 30 MiB) and in the last MiB; holes between.
+    for (uint64_t mib : {0, 1, 2, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 63}) {
+      for (auto& w : block) w = rng();
+      ASSERT_EQ(::pwrite(fd, block.data(), kMiB, static_cast<off_t>(mib * kMiB)), static_cast<ssize_t>(kMiB));
+    }
+    ::close(fd);
+  }
+  UnbufferedAfter hook(0);
+  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, size, ""}, {kMiB + 5, 2 * kMiB, ""}}), dir);
+  PteLayout layout = LayoutPte(pkg, BackendConfig{});
+  const std::string out = dir + "/sparse.pte";
+  WritePteLayout(layout, out, WriteOptions{});
+  std::vector<uint8_t> want = RenderPte(layout);
+  EXPECT_TRUE(ReadFile(out) == want);
+  struct stat st {
+  }, sst{};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  ASSERT_EQ(::stat(src.c_str(), &sst), 0);
+  if (static_cast<uint64_t>(sst.st_blocks) * 512 < 32 * kMiB) {
+    EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 40 * kMiB) << "holes were written out as zeros";
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -293,6 +398,31 @@ TEST(PerfStreamedWrite, InjectedFaultDuringKernelCopyLeavesNoFile) {
   const std::string out = dir + "/out.pte";
   AtomicFile::SetFailAfterBytesForTesting(4 * kMiB);
   EXPECT_THROW(WritePackage(pkg, BackendConfig{}, out), Error);
+  AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename() != "weights.bin";
+  EXPECT_EQ(files, 0u) << "temporary file left behind";
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk while the unbuffered writer is writing: the write fails,
+// nothing is left.
+TEST(PerfStreamedWrite, InjectedFaultDuringUnbufferedWriteLeavesNoFile) {
+  const std::string dir = TempDir("perf_fault_unbuffered");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 24 * kMiB, 7);
+  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, 24 * kMiB, ""}}), dir);
+  const std::string out = dir + "/out.pte";
+  UnbufferedAfter hook(0);
+  AtomicFile::SetFailAfterBytesForTesting(12 * kMiB);
+  try {
+    WritePackage(pkg, BackendConfig{}, out);
+    ADD_FAILURE() << "24 MiB written past an injected full disk at 12 MiB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "write-failed");
+    EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+  }
   AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
   EXPECT_FALSE(std::filesystem::exists(out));
   size_t files = 0;

@@ -1,6 +1,7 @@
 #include "serialize/io/file_io.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,10 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <system_error>
+#include <thread>
 
 #include "ptepack/error.h"
 
@@ -411,7 +415,238 @@ constexpr size_t kDropBatch = 8 << 20;
 // works while data is still being copied instead of all of it at Commit's
 // fsync (the kernel would otherwise wait for 10% of RAM to be dirty).
 constexpr uint64_t kWritebackChunk = 32 << 20;
+// Unbuffered (O_DIRECT) writing: this many buffers of this size (16 MiB in
+// all), written by one thread while the next is filled.
+constexpr size_t kUnbufferedBuf = 8 << 20;
+constexpr int kUnbufferedBufs = 2;
+std::atomic<uint64_t> g_unbuffered_after{AtomicFile::kUnbufferedAfter};
+std::atomic<bool> g_refuse_direct{false};  // test hook: O_DIRECT writes fail with EINVAL
+std::atomic<uint64_t> g_last_unbuffered{0};
 }  // namespace
+
+// Long runs of output data written with O_DIRECT. The caller fills aligned
+// buffers (pread from a source file, or copies from memory); a writer
+// thread writes each full one at its aligned offset while the caller fills
+// the next. The output's bytes are then copied once (source page cache to
+// the buffer) instead of twice (to the output's page cache, and from there
+// to the disk at writeback), and the disk works while the next buffer is
+// read (issue 16; the numbers are in docs/performance.md). Where the file
+// system refuses O_DIRECT for a write (EINVAL), the thread writes the rest
+// with plain pwrite on the output's own descriptor: same bytes, buffered.
+class AtomicFile::Unbuffered {
+ public:
+  // `fd` is the output, opened for reading and writing; `tmp_path` names it
+  // (reopened with O_DIRECT and checked to be the same file). Returns
+  // nullptr when O_DIRECT, the buffers or the thread are not available.
+  static std::unique_ptr<Unbuffered> Create(int fd, const std::string& tmp_path, const std::string& path) {
+    size_t align = 4096;
+#ifdef STATX_DIOALIGN
+    struct statx sx {};
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) != 0) {
+      if (sx.stx_dio_offset_align == 0) return nullptr;  // the file system has no O_DIRECT
+      align = std::max<size_t>({align, sx.stx_dio_offset_align, sx.stx_dio_mem_align});
+    }
+#endif
+    if ((align & (align - 1)) != 0 || align > kBufSize) return nullptr;
+    int dfd = ::open(tmp_path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
+    if (dfd < 0) return nullptr;
+    struct stat a {
+    }, b{};
+    if (::fstat(fd, &a) != 0 || ::fstat(dfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+      ::close(dfd);
+      return nullptr;
+    }
+    void* mem =
+        ::mmap(nullptr, kUnbufferedBuf * kUnbufferedBufs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+      ::close(dfd);
+      return nullptr;
+    }
+    std::unique_ptr<Unbuffered> u(new Unbuffered(fd, dfd, align, static_cast<uint8_t*>(mem), path));
+    // The thread blocks every signal: SIGINT and friends go to the caller,
+    // whose loops check for them.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+      u->thread_ = std::thread([p = u.get()] { p->Run(); });
+    } catch (const std::system_error&) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      return nullptr;  // the destructor frees the buffers and closes dfd
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return u;
+  }
+
+  ~Unbuffered() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;  // queued buffers are dropped: the output is being removed
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+    ::munmap(mem_, kUnbufferedBuf * kUnbufferedBufs);
+    ::close(dfd_);
+  }
+  Unbuffered(const Unbuffered&) = delete;
+  Unbuffered& operator=(const Unbuffered&) = delete;
+
+  bool active() const { return active_; }
+
+  // Starts a run at file offset `at`: the run begins at `at` rounded down to
+  // the alignment, so the bytes of the output before `at` in that block are
+  // read back first (zeros where the file is shorter). Returns false if they
+  // cannot be read (then nothing was started).
+  bool Begin(uint64_t at) {
+    pos_ = at & ~static_cast<uint64_t>(align_ - 1);
+    const size_t head = static_cast<size_t>(at - pos_);
+    uint8_t* b = Buf(cur_);
+    std::memset(b, 0, head);
+    for (size_t got = 0; got < head;) {
+      ssize_t r = ::pread(fd_, b + got, head - got, static_cast<off_t>(pos_ + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return false;
+      if (r == 0) break;  // beyond the end of the file: zeros
+      got += static_cast<size_t>(r);
+    }
+    fill_ = head;
+    active_ = true;
+    return true;
+  }
+
+  // Room in the current buffer (never empty); fill it, then call Filled.
+  uint8_t* Space(size_t* room) {
+    if (fill_ == kUnbufferedBuf) Submit(kUnbufferedBuf);
+    *room = kUnbufferedBuf - fill_;
+    return Buf(cur_) + fill_;
+  }
+  void Filled(size_t n) { fill_ += n; }
+
+  // Ends the run: writes every whole block, waits for the thread and
+  // returns the file offset of the last partial block, whose bytes (fewer
+  // than the alignment, at most kBufSize) are copied to `rest`. Throws if a
+  // write failed.
+  uint64_t End(uint8_t* rest, size_t* rest_len) {
+    uint8_t* b = Buf(cur_);
+    const size_t whole = fill_ & ~(align_ - 1);
+    const size_t tail = fill_ - whole;
+    if (whole > 0) Submit(whole);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return queued_ == 0; });
+      ThrowIfFailed();
+    }
+    std::memcpy(rest, b + whole, tail);
+    *rest_len = tail;
+    fill_ = 0;
+    active_ = false;
+    return pos_;
+  }
+
+  // Bytes written with O_DIRECT so far (read after End).
+  uint64_t direct_bytes() const { return direct_bytes_; }
+
+ private:
+  Unbuffered(int fd, int dfd, size_t align, uint8_t* mem, const std::string& path)
+      : fd_(fd), dfd_(dfd), align_(align), mem_(mem), path_(path) {}
+
+  uint8_t* Buf(int i) const { return mem_ + static_cast<size_t>(i) * kUnbufferedBuf; }
+
+  // Hands the first `n` bytes of the current buffer (a multiple of the
+  // alignment) to the thread and waits until the next buffer is free.
+  void Submit(size_t n) {
+    const uint64_t limit = g_fail_after.load();
+    if (limit != UINT64_MAX && pos_ + n > limit) {
+      errno = ENOSPC;
+      ThrowErrno("write-failed", "cannot write output (injected fault)", path_);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    ThrowIfFailed();
+    jobs_[cur_] = Job{pos_, n};
+    ++queued_;
+    cv_.notify_all();
+    pos_ += n;
+    fill_ = 0;
+    cur_ = (cur_ + 1) % kUnbufferedBufs;
+    // FIFO: the next buffer is busy only while every buffer is queued.
+    cv_.wait(lock, [&] { return queued_ < kUnbufferedBufs || failed_ != 0; });
+    ThrowIfFailed();
+  }
+
+  void ThrowIfFailed() {
+    if (failed_ != 0) {
+      errno = failed_;
+      ThrowErrno("write-failed", "cannot write output", path_);
+    }
+  }
+
+  void Run() {
+    int next = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return queued_ > 0 || stop_; });
+      if (stop_) return;
+      const Job job = jobs_[next];
+      const bool skip = failed_ != 0;
+      lock.unlock();
+      const int err = skip ? 0 : WriteJob(Buf(next), job);
+      lock.lock();
+      if (err != 0 && failed_ == 0) failed_ = err;
+      --queued_;
+      next = (next + 1) % kUnbufferedBufs;
+      cv_.notify_all();
+    }
+  }
+
+  struct Job {
+    uint64_t pos = 0;
+    size_t n = 0;
+  };
+
+  // Returns 0 or an errno.
+  int WriteJob(const uint8_t* b, const Job& job) {
+    for (size_t done = 0; done < job.n;) {
+      ssize_t w = direct_ && g_refuse_direct.load()
+                      ? (errno = EINVAL, -1)
+                      : ::pwrite(direct_ ? dfd_ : fd_, b + done, job.n - done, static_cast<off_t>(job.pos + done));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (direct_ && (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOTSUP)) {
+          direct_ = false;  // refused for this file or these offsets: buffered from here on
+          continue;
+        }
+        return errno;
+      }
+      if (w == 0) return EIO;
+      done += static_cast<size_t>(w);
+      if (direct_) direct_bytes_ += static_cast<uint64_t>(w);
+    }
+    return 0;
+  }
+
+  const int fd_;   // the output (plain), for reading back and the fallback
+  const int dfd_;  // the output opened with O_DIRECT
+  const size_t align_;
+  uint8_t* const mem_;  // kUnbufferedBufs buffers of kUnbufferedBuf
+  const std::string path_;
+  bool active_ = false;
+  uint64_t pos_ = 0;  // file offset of the current buffer's first byte
+  size_t fill_ = 0;   // bytes in the current buffer
+  int cur_ = 0;       // the buffer being filled
+  // Shared with the thread, under mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Job jobs_[kUnbufferedBufs];
+  int queued_ = 0;  // buffers handed to the thread, not written yet
+  int failed_ = 0;  // errno of the first failed write
+  bool stop_ = false;
+  // The thread's own (read by the caller after End's wait).
+  bool direct_ = true;
+  uint64_t direct_bytes_ = 0;
+  std::thread thread_;
+};
 
 AtomicFile::AtomicFile(const std::string& path, const Options& options)
     : path_(path), sync_(options.sync), direct_(options.direct) {
@@ -437,7 +672,8 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options)
   std::random_device rd;
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     tmp_path_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() & 0xffffff);
-    fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    // Read and write: unbuffered writing reads back the start of a block.
+    fd_ = ::open(tmp_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0 && errno != EEXIST) break;
   }
   if (fd_ < 0) ThrowErrno("create-failed", "cannot create temporary output " + tmp_path_, path);
@@ -460,7 +696,7 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options)
 // Options::direct: the target itself, created new.
 void AtomicFile::OpenDirect() {
   tmp_path_ = path_;
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) {
     tmp_path_.clear();  // not ours: never removed
     ThrowErrno("create-failed", "cannot create output", path_);
@@ -471,6 +707,7 @@ void AtomicFile::OpenDirect() {
 }
 
 AtomicFile::~AtomicFile() {
+  unbuffered_.reset();  // stops its thread before fd_ is closed
   DropTouched();
   ReleaseSource();
   if (fd_ >= 0) ::close(fd_);
@@ -495,6 +732,11 @@ void AtomicFile::ReleaseSource() {
 
 void AtomicFile::SetFailAfterBytesForTesting(uint64_t n) { g_fail_after = n; }
 void AtomicFile::SetKernelCopyForTesting(bool enabled) { g_kernel_copy = enabled; }
+void AtomicFile::SetUnbufferedAfterForTesting(uint64_t n, bool refuse_direct) {
+  g_unbuffered_after = n;
+  g_refuse_direct = refuse_direct;
+}
+uint64_t AtomicFile::LastUnbufferedBytesForTesting() { return g_last_unbuffered.load(); }
 
 void AtomicFile::CheckInjectedFault(uint64_t n) {
   uint64_t limit = g_fail_after.load();
@@ -540,6 +782,39 @@ void AtomicFile::Skip(uint64_t n) {
   offset_ += n;
 }
 
+// True while unbuffered writing runs; starts a run once this output has
+// taken enough bytes from source files.
+bool AtomicFile::Unbuffering() {
+  if (unbuffered_ && unbuffered_->active()) return true;
+  if (unbuffered_refused_ || source_bytes_ < g_unbuffered_after.load()) return false;
+  StartUnbuffered();
+  return unbuffered_ && unbuffered_->active();
+}
+
+// Everything written from here on goes through the unbuffered writer, until
+// a hole, a kernel copy or Commit ends the run (Flush).
+void AtomicFile::StartUnbuffered() {
+  Flush();
+  if (!unbuffered_) unbuffered_ = Unbuffered::Create(fd_, tmp_path_, path_);
+  if (!unbuffered_ || !unbuffered_->Begin(offset_)) {
+    unbuffered_.reset();
+    unbuffered_refused_ = true;  // not tried again for this output
+  }
+}
+
+// Writes out the run; its last partial block goes back to buf_.
+void AtomicFile::EndUnbuffered() {
+  size_t rest = 0;
+  const uint64_t at = unbuffered_->End(buf_.get(), &rest);
+  unbuffered_bytes_ = unbuffered_->direct_bytes();
+  if (::lseek(fd_, static_cast<off_t>(at), SEEK_SET) == static_cast<off_t>(-1)) {
+    ThrowErrno("write-failed", "cannot seek in output", path_);
+  }
+  fd_pos_ = at;
+  buf_len_ = rest;
+  writeback_started_ = std::max(writeback_started_, at);
+}
+
 uint64_t AtomicFile::CopyFrom(int src_fd, uint64_t src_off, uint64_t n) {
   if (n == 0 || copy_unsupported_) return 0;
   Flush();
@@ -573,6 +848,7 @@ uint64_t AtomicFile::CopyFrom(int src_fd, uint64_t src_off, uint64_t n) {
 }
 
 void AtomicFile::Flush() {
+  if (unbuffered_ && unbuffered_->active()) EndUnbuffered();
   if (buf_len_ > 0) {
     RawWrite(buf_.get(), buf_len_);
     buf_len_ = 0;
@@ -582,6 +858,19 @@ void AtomicFile::Flush() {
 void AtomicFile::Write(const void* p, size_t n) {
   if (n == 0) return;
   const uint8_t* b = static_cast<const uint8_t*>(p);
+  if (unbuffered_ && unbuffered_->active()) {
+    while (n > 0) {
+      size_t room = 0;
+      uint8_t* to = unbuffered_->Space(&room);
+      const size_t c = std::min(room, n);
+      std::memcpy(to, b, c);
+      unbuffered_->Filled(c);
+      b += c;
+      n -= c;
+      offset_ += c;
+    }
+    return;
+  }
   if (buf_len_ + n > kBufSize) Flush();
   if (n >= kBufSize) {
     RawWrite(b, n);
@@ -630,9 +919,11 @@ void AtomicFile::Write(const Bytes& b) {
     return;
   }
   const uint64_t off = static_cast<uint64_t>(b.data - b.mapping->data());
+  source_bytes_ += b.size;
   if (b.size >= kDirectMin) {
     CopyExtents(fd, off, b.size, src_.may_have_holes);
   } else {
+    Unbuffering();
     ReadFrom(fd, off, b.size);
   }
 }
@@ -663,16 +954,36 @@ void AtomicFile::CopyExtents(int fd, uint64_t start, uint64_t n, bool may_have_h
     // that way against 3.3-4.4 s for read + write (dd) and 0.7-0.9 s for cp;
     // the write() copy into new page-cache folios dominated (perf: 77% in
     // copy_folio_from_iter_atomic). Short pieces are pread + written.
+    // While unbuffered writing runs (see Unbuffered), only congruent pieces
+    // are copied in the kernel, where the file system may share them.
     static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const bool congruent = ((pos ^ offset_) & (kPage - 1)) == 0;
+    const bool unbuffered = !congruent && Unbuffering();
     uint64_t copied = 0;
-    if (((pos ^ offset_) & (kPage - 1)) == 0 || len >= kUnalignedCopyMin) copied = CopyFrom(fd, pos, len);
+    if (congruent || (!unbuffered && len >= kUnalignedCopyMin)) copied = CopyFrom(fd, pos, len);
     if (copied < len) ReadFrom(fd, pos + copied, len - copied);
     pos = data_end;
   }
 }
 
-// pread into the buffer (no mapping involved).
+// pread into the buffer (no mapping involved), or into the unbuffered
+// writer's buffer while it runs.
 void AtomicFile::ReadFrom(int fd, uint64_t off, uint64_t n) {
+  while (n > 0 && unbuffered_ && unbuffered_->active()) {
+    ThrowIfInterrupted();
+    size_t room = 0;
+    uint8_t* to = unbuffered_->Space(&room);
+    ssize_t r = ::pread(fd, to, static_cast<size_t>(std::min<uint64_t>(n, room)), static_cast<off_t>(off));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      ThrowErrno("read-failed", "cannot read a source file", path_);
+    }
+    if (r == 0) ThrowSourceEnded(path_);
+    unbuffered_->Filled(static_cast<size_t>(r));
+    offset_ += static_cast<uint64_t>(r);
+    off += static_cast<uint64_t>(r);
+    n -= static_cast<uint64_t>(r);
+  }
   while (n > 0) {
     if (buf_len_ == kBufSize) Flush();
     ThrowIfInterrupted();
@@ -747,6 +1058,8 @@ void AtomicFile::PadTo(uint64_t off) {
 
 void AtomicFile::Commit() {
   Flush();
+  g_last_unbuffered = unbuffered_bytes_;
+  unbuffered_.reset();
   DropTouched();
   ReleaseSource();
   // A file that ends in a hole: set its size.

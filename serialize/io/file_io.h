@@ -90,7 +90,11 @@ class AtomicFile {
   // views are copied in the kernel (copy_file_range; holes in the source
   // stay holes), small ones pread into the buffer. Only if the file cannot
   // be reopened is the mapping read, and its pages are dropped again. So
-  // writing does not make source data resident in this process.
+  // writing does not make source data resident in this process. Once an
+  // output has taken 8 MiB from source files, what follows (until a hole or
+  // a page-congruent copy) is pread into aligned buffers that a writer
+  // thread writes with O_DIRECT, where the file system allows it: the
+  // output does not go through the page cache (see docs/performance.md).
   void Write(const Bytes& b);
   // Zeros; long runs become a hole (the file is new, so a hole reads back
   // as zeros just the same).
@@ -115,6 +119,16 @@ class AtomicFile {
   // Test hook: with false, mapped data is always read through the mapping
   // (the fallback when the source file cannot be reopened).
   static void SetKernelCopyForTesting(bool enabled);
+  // Unbuffered (O_DIRECT) writing starts once this many bytes of source
+  // files went into one output.
+  static constexpr uint64_t kUnbufferedAfter = uint64_t{8} << 20;
+  // Test hook: that threshold instead (UINT64_MAX: never).
+  // With refuse_direct, every O_DIRECT write fails with EINVAL, as on a file
+  // system that refuses it (the writer then falls back to buffered writes).
+  static void SetUnbufferedAfterForTesting(uint64_t n, bool refuse_direct = false);
+  // Test hook: how many bytes of the last committed output were written
+  // with O_DIRECT (0 if the file system refused it).
+  static uint64_t LastUnbufferedBytesForTesting();
 
  private:
   void OpenDirect();
@@ -129,6 +143,14 @@ class AtomicFile {
   void NoteTouched(const Bytes& b);
   void DropTouched();
   void StartWriteback();
+  bool Unbuffering();
+  void StartUnbuffered();
+  void EndUnbuffered();
+  class Unbuffered;  // O_DIRECT writer of long runs of data (file_io.cpp)
+  std::unique_ptr<Unbuffered> unbuffered_;
+  uint64_t source_bytes_ = 0;      // bytes of source files written so far
+  uint64_t unbuffered_bytes_ = 0;  // of which were written with O_DIRECT
+  bool unbuffered_refused_ = false;
   std::string path_;
   std::string tmp_path_;
   int fd_ = -1;
