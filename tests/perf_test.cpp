@@ -389,6 +389,15 @@ TEST(PerfReader, VerifyAndDescribeDoNotTouchData) {
   std::filesystem::remove_all(dir);
 }
 
+// After a failed write: no output and no temporary file beside the source.
+void ExpectNoOutputLeft(const std::string& dir, const std::string& out) {
+  EXPECT_FALSE(std::filesystem::exists(out));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename() != "weights.bin";
+  EXPECT_EQ(files, 0u) << "temporary file left behind";
+  std::filesystem::remove_all(dir);
+}
+
 // A full disk while copying in the kernel: the write fails, nothing is left.
 TEST(PerfStreamedWrite, InjectedFaultDuringKernelCopyLeavesNoFile) {
   const std::string dir = TempDir("perf_fault");
@@ -399,11 +408,7 @@ TEST(PerfStreamedWrite, InjectedFaultDuringKernelCopyLeavesNoFile) {
   AtomicFile::SetFailAfterBytesForTesting(4 * kMiB);
   EXPECT_THROW(WritePackage(pkg, BackendConfig{}, out), Error);
   AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
-  EXPECT_FALSE(std::filesystem::exists(out));
-  size_t files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename() != "weights.bin";
-  EXPECT_EQ(files, 0u) << "temporary file left behind";
-  std::filesystem::remove_all(dir);
+  ExpectNoOutputLeft(dir, out);
 }
 
 // A full disk while the unbuffered writer is writing: the write fails,
@@ -424,11 +429,7 @@ TEST(PerfStreamedWrite, InjectedFaultDuringUnbufferedWriteLeavesNoFile) {
     EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
   }
   AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
-  EXPECT_FALSE(std::filesystem::exists(out));
-  size_t files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename() != "weights.bin";
-  EXPECT_EQ(files, 0u) << "temporary file left behind";
-  std::filesystem::remove_all(dir);
+  ExpectNoOutputLeft(dir, out);
 }
 
 }  // namespace

@@ -431,7 +431,8 @@ void Value::Reset() noexcept {
   bits_ = 0;
 }
 
-void Value::CopyFrom(const Value& o) {
+template <typename V>
+void Value::Take(V&& o) {
   kind = o.kind;
   type = o.type;
   size_ = o.size_;
@@ -440,53 +441,29 @@ void Value::CopyFrom(const Value& o) {
       bits_ = o.bits_;
       break;
     case Store::kTable:
-      new (&table_) std::shared_ptr<Table>(o.table_);
+      new (&table_) std::shared_ptr<Table>(std::forward<V>(o).table_);
       break;
     case Store::kBlob:
-      new (&blob_) Blob(o.blob_);
+      new (&blob_) Blob(std::forward<V>(o).blob_);
       break;
     case Store::kBytes:
-      new (&bytes_) std::shared_ptr<const Bytes>(o.bytes_);
+      new (&bytes_) std::shared_ptr<const Bytes>(std::forward<V>(o).bytes_);
       break;
     case Store::kElems:
-      new (&elems_) std::vector<Value>(o.elems_);
+      new (&elems_) std::vector<Value>(std::forward<V>(o).elems_);
       break;
   }
   store_ = o.store_;
 }
 
-void Value::MoveFrom(Value& o) noexcept {
-  kind = o.kind;
-  type = o.type;
-  size_ = o.size_;
-  switch (o.store_) {
-    case Store::kBits:
-      bits_ = o.bits_;
-      break;
-    case Store::kTable:
-      new (&table_) std::shared_ptr<Table>(std::move(o.table_));
-      break;
-    case Store::kBlob:
-      new (&blob_) Blob(std::move(o.blob_));
-      break;
-    case Store::kBytes:
-      new (&bytes_) std::shared_ptr<const Bytes>(std::move(o.bytes_));
-      break;
-    case Store::kElems:
-      new (&elems_) std::vector<Value>(std::move(o.elems_));
-      break;
-  }
-  store_ = o.store_;
-}
-
-Value::Value(const Value& o) : bits_(0) { CopyFrom(o); }
-Value::Value(Value&& o) noexcept : bits_(0) { MoveFrom(o); }
+Value::Value(const Value& o) : bits_(0) { Take(o); }
+Value::Value(Value&& o) noexcept : bits_(0) { Take(std::move(o)); }
 
 Value& Value::operator=(const Value& o) {
   if (this != &o) {
     Value copy(o);  // `o` may live inside this value's payload
     Reset();
-    MoveFrom(copy);
+    Take(std::move(copy));
   }
   return *this;
 }
@@ -495,7 +472,7 @@ Value& Value::operator=(Value&& o) noexcept {
   if (this != &o) {
     Value moved(std::move(o));  // `o` may live inside this value's payload
     Reset();
-    MoveFrom(moved);
+    Take(std::move(moved));
   }
   return *this;
 }

@@ -111,8 +111,9 @@ struct Value {
   };
   void Reset() noexcept;
   void ReplaceEmptyPayload(const char* what);
-  void CopyFrom(const Value& o);
-  void MoveFrom(Value& o) noexcept;
+  // Takes `o`'s kind, type and payload: copied from an lvalue, moved from an rvalue.
+  template <typename V>
+  void Take(V&& o);
 
   Store store_ = Store::kBits;
   uint32_t size_ = 0;  // kBlob: byte size
