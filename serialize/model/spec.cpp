@@ -12,6 +12,7 @@
 #include "flat_tensor_views_generated.h"
 #include "program_generated.h"
 #include "ptepack/error.h"
+#include "serialize/format/json_tree.h"
 #include "serialize/format/program_json.h"
 #include "serialize/io/file_io.h"
 #include "serialize/io/json_limits.h"
@@ -121,10 +122,12 @@ std::shared_ptr<fb::Table> ProgramFromParser(flatbuffers::Parser& parser, const 
   return fb::Decode(prog::S(), owned.data, owned.size, owned.owner);
 }
 
-// The spec's "program" (program.fbs as JSON) as a verified tree.
+// The spec's "program" (program.fbs as JSON) as a verified tree: read
+// directly (json_tree.h) where it can be, else by FlatBuffers' parser.
 std::shared_ptr<fb::Table> ProgramFromJson(const nlohmann::json& program, const std::string& base) {
-  auto parser = ProgramJsonParser();
   std::string program_json = program.dump();
+  if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program_json)) return tree;
+  auto parser = ProgramJsonParser();
   if (!parser->Parse(program_json.c_str())) BadSpec(base, "program does not match program.fbs: " + parser->error_);
   return ProgramFromParser(*parser, base);
 }
@@ -192,11 +195,11 @@ std::optional<std::pair<nlohmann::json, std::shared_ptr<fb::Table>>> ParseSpecFa
   if (!span) return std::nullopt;
   std::string rest = text.substr(0, span->first) + "{}" + text.substr(span->second);
   nlohmann::json spec = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
+  if (spec.is_discarded() || !spec.is_object()) return std::nullopt;
+  const std::string_view program(text.data() + span->first, span->second - span->first);
+  if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program)) return std::make_pair(std::move(spec), tree);
   auto parser = ProgramJsonParser();
-  if (spec.is_discarded() || !spec.is_object() ||
-      !parser->Parse(text.substr(span->first, span->second - span->first).c_str())) {
-    return std::nullopt;
-  }
+  if (!parser->Parse(std::string(program).c_str())) return std::nullopt;
   return std::make_pair(std::move(spec), ProgramFromParser(*parser, base));
 }
 

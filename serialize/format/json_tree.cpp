@@ -1,0 +1,541 @@
+#include "serialize/format/json_tree.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace ptepack::fb {
+namespace {
+
+// Thrown (and caught in TreeFromJson) for anything this reader leaves to
+// FlatBuffers' parser.
+struct NotMine {};
+
+bool IsScalarType(reflection::BaseType t) { return t >= reflection::UType && t <= reflection::Double; }
+bool IsFloat(reflection::BaseType t) { return t == reflection::Float || t == reflection::Double; }
+
+// FlatBuffers' verifier refuses a buffer of more tables than this (its
+// default max_tables) or nested deeper than max_depth; the parser's output
+// would then fail verification, so such a program is not read here.
+constexpr size_t kMaxTables = 1000000;
+constexpr size_t kMaxDepth = 64;
+
+// Strings and scalar vectors of the tree: views of blocks this arena owns
+// (the tree's values keep it alive), so a program is a few allocations, not
+// one per string.
+class Arena {
+ public:
+  uint8_t* Alloc(size_t n) {
+    size_t at = (used_ + 7) & ~size_t{7};  // scalar vectors stay aligned to their element size
+    if (blocks_.empty() || at + n > cap_) {
+      size_t cap = std::max(n, kBlock);
+      blocks_.push_back(std::make_unique<uint8_t[]>(cap));
+      cap_ = cap;
+      at = 0;
+    }
+    used_ = at + n;
+    return blocks_.back().get() + at;
+  }
+
+ private:
+  static constexpr size_t kBlock = 256 * 1024;
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+  size_t used_ = 0;
+  size_t cap_ = 0;
+};
+
+// What the reader needs of one schema object, found once per parse.
+struct ObjectInfo {
+  const std::vector<const reflection::Field*>* by_id = nullptr;
+  std::unordered_map<std::string_view, const reflection::Field*> by_name;
+  std::vector<uint16_t> required;  // ids of required fields
+};
+
+class Reader {
+ public:
+  Reader(const Schema& s, std::string_view text)
+      : s_(s), p_(text.data()), end_(text.data() + text.size()), arena_(std::make_shared<Arena>()) {}
+
+  std::shared_ptr<Table> Run() {
+    auto root = ParseTable(s_.Root(), 1);
+    Ws();
+    if (p_ != end_) throw NotMine{};
+    return root;
+  }
+
+ private:
+  // --- tokens ---
+  void Ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
+  }
+  void Expect(char c) {
+    Ws();
+    if (p_ >= end_ || *p_ != c) throw NotMine{};
+    ++p_;
+  }
+  bool Peek(char c) {
+    Ws();
+    return p_ < end_ && *p_ == c;
+  }
+  bool Literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size() || std::memcmp(p_, word.data(), word.size()) != 0) return false;
+    p_ += word.size();
+    return true;
+  }
+
+  // A string of printable ASCII with the short escapes, into raw_: a view of
+  // the input, or of scratch_ where it held an escape.
+  void String() {
+    Expect('"');
+    const char* start = p_;
+    scratch_.clear();
+    bool escaped = false;
+    while (true) {
+      if (p_ >= end_) throw NotMine{};
+      const unsigned char c = static_cast<unsigned char>(*p_);
+      if (c == '"') break;
+      if (c < 0x20 || c >= 0x7f) throw NotMine{};  // control characters, UTF-8: left to the parser
+      if (c == '\\') {
+        if (!escaped) scratch_.assign(start, p_);
+        escaped = true;
+        if (++p_ >= end_) throw NotMine{};
+        switch (*p_) {
+          case '"':
+          case '\\':
+          case '/':
+            scratch_ += *p_;
+            break;
+          case 'b':
+            scratch_ += '\b';
+            break;
+          case 'f':
+            scratch_ += '\f';
+            break;
+          case 'n':
+            scratch_ += '\n';
+            break;
+          case 'r':
+            scratch_ += '\r';
+            break;
+          case 't':
+            scratch_ += '\t';
+            break;
+          default:
+            throw NotMine{};  // \u and anything else
+        }
+      } else if (escaped) {
+        scratch_ += static_cast<char>(c);
+      }
+      ++p_;
+    }
+    raw_ = escaped ? std::string_view(scratch_) : std::string_view(start, static_cast<size_t>(p_ - start));
+    ++p_;
+  }
+
+  // A JSON number token: [-]digits[.digits][e[+-]digits], no leading zeros.
+  struct Number {
+    std::string_view text;
+    bool negative = false;
+    bool integral = true;
+    bool nonzero_digit = false;
+  };
+  Number NumberToken() {
+    Ws();
+    Number n;
+    const char* start = p_;
+    if (p_ < end_ && *p_ == '-') {
+      n.negative = true;
+      ++p_;
+    }
+    const char* digits = p_;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') n.nonzero_digit |= *p_++ != '0';
+    if (p_ == digits || (*digits == '0' && p_ - digits > 1)) throw NotMine{};
+    if (p_ < end_ && *p_ == '.') {
+      n.integral = false;
+      const char* frac = ++p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') n.nonzero_digit |= *p_++ != '0';
+      if (p_ == frac) throw NotMine{};
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      n.integral = false;
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      const char* exp = p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      if (p_ == exp) throw NotMine{};
+    }
+    n.text = std::string_view(start, static_cast<size_t>(p_ - start));
+    return n;
+  }
+
+  // --- schema ---
+  ObjectInfo& Info(const reflection::Object& obj) {
+    auto it = objects_.find(&obj);
+    if (it != objects_.end()) return it->second;
+    ObjectInfo info;
+    info.by_id = &s_.FieldsById(obj);
+    for (const reflection::Field* f : *obj.fields()) {
+      info.by_name.emplace(std::string_view(f->name()->c_str(), f->name()->size()), f);
+      if (f->required()) info.required.push_back(f->id());
+    }
+    return objects_.emplace(&obj, std::move(info)).first->second;
+  }
+
+  // The value of enum `index` named `name`.
+  int64_t EnumValue(int index, std::string_view name) {
+    auto& names = enums_[index];
+    if (names.empty()) {
+      for (const reflection::EnumVal* v : *s_.raw().enums()->Get(index)->values()) {
+        names.emplace(std::string_view(v->name()->c_str(), v->name()->size()), v->value());
+      }
+    }
+    auto it = names.find(name);
+    if (it == names.end()) throw NotMine{};
+    return it->second;
+  }
+  bool IsEnumValue(int index, int64_t value) {
+    return s_.raw().enums()->Get(index)->values()->LookupByKey(value) != nullptr;
+  }
+
+  // A scalar of type `t` (enum `enum_index` when >= 0), as little-endian bits
+  // of its size.
+  uint64_t Scalar(reflection::BaseType t, int enum_index) {
+    Ws();
+    if (p_ >= end_) throw NotMine{};
+    if (*p_ == '"') {
+      if (enum_index < 0) throw NotMine{};
+      String();
+      return IntBits(t, EnumValue(enum_index, raw_));
+    }
+    if (t == reflection::Bool) {
+      if (Literal("true")) return 1;
+      if (Literal("false")) return 0;
+      throw NotMine{};
+    }
+    Number n = NumberToken();
+    if (IsFloat(t)) return FloatBits(t, n);
+    if (!n.integral) throw NotMine{};
+    std::string_view digits = n.text.substr(n.negative ? 1 : 0);
+    uint64_t mag = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mag);
+    if (ec != std::errc() || end != digits.data() + digits.size()) throw NotMine{};
+    int64_t v;
+    if (n.negative) {
+      if (mag > uint64_t{1} << 63) throw NotMine{};
+      if (mag == 0) throw NotMine{};  // "-0": left to the parser
+      v = static_cast<int64_t>(0 - mag);
+    } else {
+      if (t == reflection::ULong) return mag;  // the one type past INT64_MAX
+      if (mag > static_cast<uint64_t>(INT64_MAX)) throw NotMine{};
+      v = static_cast<int64_t>(mag);
+    }
+    if (enum_index >= 0 && !IsEnumValue(enum_index, v)) throw NotMine{};
+    return IntBits(t, v);
+  }
+
+  // `v` as type `t`, if it fits.
+  static uint64_t IntBits(reflection::BaseType t, int64_t v) {
+    int64_t lo, hi;
+    switch (t) {
+      case reflection::Bool:
+        lo = 0, hi = 1;
+        break;
+      case reflection::Byte:
+        lo = INT8_MIN, hi = INT8_MAX;
+        break;
+      case reflection::UType:
+      case reflection::UByte:
+        lo = 0, hi = UINT8_MAX;
+        break;
+      case reflection::Short:
+        lo = INT16_MIN, hi = INT16_MAX;
+        break;
+      case reflection::UShort:
+        lo = 0, hi = UINT16_MAX;
+        break;
+      case reflection::Int:
+        lo = INT32_MIN, hi = INT32_MAX;
+        break;
+      case reflection::UInt:
+        lo = 0, hi = UINT32_MAX;
+        break;
+      case reflection::Long:
+        lo = INT64_MIN, hi = INT64_MAX;
+        break;
+      case reflection::ULong:
+        lo = 0, hi = INT64_MAX;
+        break;
+      default:
+        throw NotMine{};
+    }
+    if (v < lo || v > hi) throw NotMine{};
+    size_t n = ScalarSize(t);
+    uint64_t bits = static_cast<uint64_t>(v);
+    return n == 8 ? bits : bits & ((uint64_t{1} << (8 * n)) - 1);
+  }
+
+  // A float or double read the way strtof/strtod round (from_chars rounds
+  // correctly too). Values that overflow or come out subnormal or zero from
+  // nonzero digits are left to the parser.
+  static uint64_t FloatBits(reflection::BaseType t, const Number& n) {
+    const char* b = n.text.data();
+    const char* e = b + n.text.size();
+    if (t == reflection::Float) {
+      float f = 0;
+      auto [end, ec] = std::from_chars(b, e, f);
+      if (ec != std::errc() || end != e || !std::isfinite(f) || (f == 0 ? n.nonzero_digit : !std::isnormal(f))) {
+        throw NotMine{};
+      }
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      return bits;
+    }
+    double d = 0;
+    auto [end, ec] = std::from_chars(b, e, d);
+    if (ec != std::errc() || end != e || !std::isfinite(d) || (d == 0 ? n.nonzero_digit : !std::isnormal(d))) {
+      throw NotMine{};
+    }
+    uint64_t bits;
+    std::memcpy(&bits, &d, 8);
+    return bits;
+  }
+
+  // Whether `bits` equal the field's default, compared as its C type (the
+  // parser leaves such a field out: FlatBufferBuilder::AddElement).
+  static bool IsDefault(const reflection::Field& f, reflection::BaseType t, uint64_t bits) {
+    if (t == reflection::Float) {
+      float v;
+      uint32_t b = static_cast<uint32_t>(bits);
+      std::memcpy(&v, &b, 4);
+      return v == static_cast<float>(f.default_real());
+    }
+    if (t == reflection::Double) {
+      double v;
+      std::memcpy(&v, &bits, 8);
+      return v == f.default_real();
+    }
+    size_t n = ScalarSize(t);
+    uint64_t mask = n == 8 ? ~uint64_t{0} : ((uint64_t{1} << (8 * n)) - 1);
+    return bits == (static_cast<uint64_t>(f.default_integer()) & mask);
+  }
+
+  void SetView(Value& v, const uint8_t* data, size_t size) {
+    uint8_t* dst = arena_->Alloc(size);
+    if (size) std::memcpy(dst, data, size);
+    v.set_view(dst, size, arena_);
+  }
+
+  std::shared_ptr<Table> ParseTable(const reflection::Object& obj, size_t depth) {
+    if (obj.is_struct() || depth > kMaxDepth || ++tables_ > kMaxTables) throw NotMine{};
+    ObjectInfo& info = Info(obj);
+    auto t = std::make_shared<Table>();
+    t->def = &obj;
+    if (info.by_id->size() > 64) throw NotMine{};
+    t->fields.resize(info.by_id->size());
+    uint64_t seen = 0;  // field ids given
+    // Union values given before their `_type` (nlohmann::json prints keys
+    // sorted, so "val" comes before "val_type"): skipped, and read at the end.
+    std::vector<std::pair<const reflection::Field*, const char*>> later;
+    Expect('{');
+    if (Peek('}')) {
+      ++p_;
+    } else {
+      while (true) {
+        String();
+        auto it = info.by_name.find(raw_);
+        if (it == info.by_name.end()) throw NotMine{};
+        const reflection::Field& f = *it->second;
+        const uint64_t bit = uint64_t{1} << f.id();
+        if (f.deprecated() || (seen & bit)) throw NotMine{};
+        seen |= bit;
+        Expect(':');
+        if (f.type()->base_type() == reflection::Union && !TagField(f, *t)->present()) {
+          Ws();
+          later.emplace_back(&f, p_);
+          SkipValue(0);
+        } else {
+          ParseField(f, *t, depth);
+        }
+        Ws();
+        if (p_ < end_ && *p_ == ',') {
+          ++p_;
+          continue;
+        }
+        Expect('}');
+        break;
+      }
+    }
+    if (!later.empty()) {
+      const char* resume = p_;
+      for (auto [f, at] : later) {
+        p_ = at;
+        ParseField(*f, *t, depth);
+      }
+      p_ = resume;
+    }
+    for (uint16_t id : info.required) {
+      if (!t->fields[id].present()) throw NotMine{};
+    }
+    return t;
+  }
+
+  // The value of union field `f`'s tag: the field before it (`NAME_type`).
+  const Value* TagField(const reflection::Field& f, const Table& t) {
+    const auto& by_id = *Info(*t.def).by_id;
+    const reflection::Field* tf = f.id() > 0 ? by_id[f.id() - 1] : nullptr;
+    if (tf == nullptr || tf->type()->base_type() != reflection::UType) throw NotMine{};
+    return &t.fields[tf->id()];
+  }
+
+  // Steps over one JSON value (checked when it is read later).
+  void SkipValue(size_t depth) {
+    if (depth > kMaxDepth) throw NotMine{};
+    Ws();
+    if (p_ >= end_) throw NotMine{};
+    if (*p_ == '"') {
+      String();
+    } else if (*p_ == '{' || *p_ == '[') {
+      const char close = *p_ == '{' ? '}' : ']';
+      ++p_;
+      if (Peek(close)) {
+        ++p_;
+        return;
+      }
+      while (true) {
+        if (close == '}') {
+          String();
+          Expect(':');
+        }
+        SkipValue(depth + 1);
+        Ws();
+        if (p_ < end_ && *p_ == ',') {
+          ++p_;
+          continue;
+        }
+        Expect(close);
+        return;
+      }
+    } else {
+      while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']' && *p_ != ' ' && *p_ != '\n' && *p_ != '\t' &&
+             *p_ != '\r') {
+        ++p_;
+      }
+    }
+  }
+
+  void ParseField(const reflection::Field& f, Table& t, size_t depth) {
+    Value& v = t.fields[f.id()];
+    const reflection::Type& type = *f.type();
+    const auto bt = type.base_type();
+    if (IsScalarType(bt)) {
+      uint64_t bits = Scalar(bt, bt == reflection::UType || type.index() >= 0 ? type.index() : -1);
+      if (!f.optional() && IsDefault(f, bt, bits)) return;  // left out, as the parser does
+      v.kind = Value::Kind::kScalar;
+      v.type = bt;
+      v.set_bits(bits);
+    } else if (bt == reflection::String) {
+      String();
+      v.kind = Value::Kind::kString;
+      SetView(v, reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
+    } else if (bt == reflection::Obj) {
+      auto child = ParseTable(s_.ObjectAt(type.index()), depth + 1);
+      v.kind = Value::Kind::kTable;
+      v.mutable_table() = std::move(child);
+    } else if (bt == reflection::Union) {
+      const Value& tag = *TagField(f, t);
+      const reflection::Object* member =
+          tag.present() ? s_.UnionMember(type.index(), static_cast<uint8_t>(tag.bits())) : nullptr;
+      if (member == nullptr) throw NotMine{};
+      auto child = ParseTable(*member, depth + 1);
+      v.kind = Value::Kind::kTable;
+      v.mutable_table() = std::move(child);
+    } else if (bt == reflection::Vector) {
+      ParseVector(type, v, depth);
+    } else {
+      throw NotMine{};
+    }
+  }
+
+  void ParseVector(const reflection::Type& type, Value& v, size_t depth) {
+    const auto et = type.element();
+    Expect('[');
+    bool empty = Peek(']');
+    if (IsScalarType(et)) {
+      if (et == reflection::UType) throw NotMine{};
+      const size_t es = ScalarSize(et);
+      const int enum_index = type.index();
+      bytes_.clear();
+      if (!empty) {
+        while (true) {
+          uint64_t bits = Scalar(et, enum_index);
+          const auto* b = reinterpret_cast<const uint8_t*>(&bits);
+          bytes_.insert(bytes_.end(), b, b + es);
+          if (!Next()) break;
+        }
+      }
+      v.type = et;
+      v.kind = Value::Kind::kScalarVector;
+      SetView(v, bytes_.data(), bytes_.size());
+      if (empty) ++p_;
+      return;
+    }
+    if (et != reflection::String && et != reflection::Obj) throw NotMine{};
+    v.type = et;
+    v.kind = Value::Kind::kOffsetVector;
+    auto& elems = v.mutable_elems();
+    if (empty) {
+      ++p_;
+      return;
+    }
+    while (true) {
+      Value& e = elems.emplace_back();
+      if (et == reflection::String) {
+        String();
+        e.kind = Value::Kind::kString;
+        SetView(e, reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
+      } else {
+        auto child = ParseTable(s_.ObjectAt(type.index()), depth + 1);
+        e.kind = Value::Kind::kTable;
+        e.mutable_table() = std::move(child);
+      }
+      if (!Next()) break;
+    }
+  }
+
+  // After a vector element: true at ',', false at (and past) ']'.
+  bool Next() {
+    Ws();
+    if (p_ < end_ && *p_ == ',') {
+      ++p_;
+      return true;
+    }
+    Expect(']');
+    return false;
+  }
+
+  const Schema& s_;
+  const char* p_;
+  const char* end_;
+  std::shared_ptr<Arena> arena_;
+  std::string scratch_;
+  std::string_view raw_;
+  std::vector<uint8_t> bytes_;
+  size_t tables_ = 0;
+  std::unordered_map<const reflection::Object*, ObjectInfo> objects_;
+  std::unordered_map<int, std::unordered_map<std::string_view, int64_t>> enums_;
+};
+
+}  // namespace
+
+std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json) {
+  try {
+    return Reader(schema, json).Run();
+  } catch (const NotMine&) {
+    return nullptr;
+  }
+}
+
+}  // namespace ptepack::fb
