@@ -392,3 +392,53 @@ TEST(Writer, FlatcLayoutMatchesRealFlatc) {
 
 }  // namespace
 }  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// Build() shares the builder's value tables with the package it returns. A
+// layout that rewrites tensors (external constants drop or keep names, move
+// data) must not reach the builder: a second Build() writes the same bytes as
+// the first, with either config.
+TEST(Writer, BuildTwiceAfterALayoutRewroteTensors) {
+  Bytes w = Pattern(4 * 8, 7), b = Pattern(4 * 8, 8);
+  ProgramBuilder builder;
+  auto& f = builder.AddMethod("forward");
+  uint32_t x = f.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 0}});
+  uint32_t wi = f.ConstantTensor({ScalarType::kFloat, {8}}, w, "w");
+  uint32_t bi = f.ConstantTensor({ScalarType::kFloat, {8}}, b);
+  f.KernelCall(f.Operator("aten::add", "out"),
+               {static_cast<int32_t>(x), static_cast<int32_t>(wi), static_cast<int32_t>(bi), static_cast<int32_t>(x)});
+  f.Inputs({static_cast<int32_t>(x)});
+  f.Outputs({static_cast<int32_t>(x)});
+  f.PlannedBufferSizes({0, 32});
+  BackendConfig inline_cfg;
+  BackendConfig external_cfg;
+  external_cfg.external_constants = true;
+
+  Package first = builder.Build();
+  const std::vector<uint8_t> external1 = RenderPte(LayoutPte(first, external_cfg));
+  const std::vector<uint8_t> inline1 = RenderPte(LayoutPte(first, inline_cfg));
+  Package second = builder.Build();
+  EXPECT_TRUE(RenderPte(LayoutPte(second, inline_cfg)) == inline1);
+  EXPECT_TRUE(RenderPte(LayoutPte(second, external_cfg)) == external1);
+
+  auto pte = PteFile::FromBytes(Bytes::Own(std::vector<uint8_t>(external1)), "x.pte");
+  ASSERT_TRUE(pte->ok());
+  const auto* values = pte->program()->execution_plan()->Get(0)->values();
+  ASSERT_NE(values->Get(wi)->val_as_Tensor()->extra_tensor_info(), nullptr);
+  EXPECT_EQ(values->Get(wi)->val_as_Tensor()->extra_tensor_info()->fully_qualified_name()->str(), "w");
+  EXPECT_EQ(values->Get(wi)->val_as_Tensor()->extra_tensor_info()->location(), efb::TensorDataLocation::EXTERNAL);
+  ASSERT_NE(values->Get(bi)->val_as_Tensor()->extra_tensor_info(), nullptr);  // external too, under a made-up name
+  EXPECT_NE(values->Get(bi)->val_as_Tensor()->extra_tensor_info()->fully_qualified_name()->str(), "w");
+  EXPECT_EQ(values->Get(x)->val_as_Tensor()->extra_tensor_info(), nullptr);
+  auto inl = PteFile::FromBytes(Bytes::Own(std::vector<uint8_t>(inline1)), "y.pte");
+  ASSERT_TRUE(inl->ok());
+  for (uint32_t i : {x, wi, bi}) {
+    EXPECT_EQ(inl->program()->execution_plan()->Get(0)->values()->Get(i)->val_as_Tensor()->extra_tensor_info(),
+              nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace ptepack

@@ -338,18 +338,19 @@ Package ProgramBuilder::Build() const {
       meta.set_encoded_out_str(m.s_->meta_->second);
       plan.container_meta_type() = fb::TableValue(cm);
     }
-    // Values are cloned so that Build() can be called more than once.
-    std::vector<fb::Value> values;
-    for (size_t vi = 0; vi < m.s_->values_.size(); ++vi) {
-      fb::Value v = fb::TableValue(fb::Clone(*m.s_->values_[vi].table()));
-      auto it = s_->constant_names_.find({mi, static_cast<uint32_t>(vi)});
-      if (it != s_->constant_names_.end()) {
-        // Recorded for external placement; the writer decides whether it is kept.
-        auto e = ExtraTensorInfo<>::New();
-        ExtraTensorInfo{*e}.set_fully_qualified_name(it->second);
-        prog::Tensor{*EValue{*v.table()}.val().table()}.extra_tensor_info() = fb::TableValue(e);
-      }
-      values.push_back(std::move(v));
+    // The package shares the builder's value tables, as it shares its
+    // instructions (whoever changes a tree owns the path first: fb::Own), so
+    // Build() can be called again. A named constant gets copies of its EValue
+    // and Tensor to carry the name.
+    std::vector<fb::Value> values = m.s_->values_;
+    for (auto it = s_->constant_names_.lower_bound({mi, 0}); it != s_->constant_names_.end() && it->first.first == mi;
+         ++it) {
+      fb::Value& v = values[it->first.second];
+      // Recorded for external placement; the writer decides whether it is kept.
+      auto e = ExtraTensorInfo<>::New();
+      ExtraTensorInfo{*e}.set_fully_qualified_name(it->second);
+      fb::Table& evalue = fb::Own(v.mutable_table());
+      prog::Tensor{fb::Own(EValue{evalue}.val().mutable_table())}.extra_tensor_info() = fb::TableValue(e);
     }
     plan.values() = Objs(std::move(values));
     plan.set_inputs(m.s_->inputs_);
