@@ -10,8 +10,6 @@
 // them) and one stub BackendInterface for every delegate id, which records what init() was
 // given. With --run, the few real kernels below replace the stubs and every method is executed
 // on deterministic inputs.
-#include <sys/mman.h>
-
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/extension/named_data_map/merged_data_map.h>
@@ -32,6 +30,7 @@
 #include <executorch/runtime/kernel/operator_registry.h>
 #include <executorch/runtime/platform/runtime.h>
 #include <executorch/schema/program_generated.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include <cinttypes>
