@@ -187,7 +187,10 @@ def generate(objects, enums, namespace, schema_fn, flatc_header):
                      "  static constexpr const fb::FieldId* kFields = nullptr;")
         lines.append(f"  static constexpr size_t kNumFields = {len(fields)};")
         lines.append(f"  static const reflection::Object& Def() {{ return {schema_fn}().ObjectAt(kObjectIndex); }}")
-        lines.append(f"  static std::shared_ptr<fb::Table> New() {{ return fb::NewTableOf({schema_fn}(), Def()); }}")
+        # One slot per field id, deprecated ones included (what Schema::FieldsById gives).
+        slots = max((f["id"] for f in o["fields"]), default=-1) + 1
+        lines.append(f"  static constexpr size_t kSlots = {slots};")
+        lines.append(f"  static std::shared_ptr<fb::Table> New() {{ return fb::NewTableOf(Def(), kSlots); }}")
         lines.append(f"  explicit {name}(Tab& t) : fb::View<Tab>(t, Def(), kQualifiedName) {{}}")
         for f in fields:
             lines.extend(field_code(f, objects, enums, schema_fn))
@@ -196,7 +199,7 @@ def generate(objects, enums, namespace, schema_fn, flatc_header):
         lines.append(f"{name}(Tab&) -> {name}<Tab>;")
         lines.append("")
         registry.append(f"    {{{name}<>::kQualifiedName, {name}<>::kObjectIndex, "
-                        f"{name}<>::kFields, {name}<>::kNumFields}},")
+                        f"{name}<>::kFields, {name}<>::kNumFields, {name}<>::kSlots}},")
     lines.append("// Every table above, for tests that check the generated ids against the schema.")
     lines.append(f"inline const fb::ViewInfo kAllViews[] = {{")
     lines.extend(registry)

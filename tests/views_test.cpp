@@ -28,6 +28,7 @@ void CheckAgainstSchema(const fb::Schema& schema, const fb::ViewInfo (&views)[N]
     size_t live_fields = 0;
     for (const auto* f : *obj->fields()) live_fields += f->deprecated() ? 0 : 1;
     EXPECT_EQ(v.num_fields, live_fields);
+    EXPECT_EQ(v.slots, schema.FieldsById(*obj).size()) << "a new table's field count";
     for (size_t i = 0; i < v.num_fields; ++i) {
       EXPECT_EQ(v.fields[i].id, schema.FieldOf(*obj, v.fields[i].name).id()) << v.fields[i].name;
     }

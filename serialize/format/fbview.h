@@ -35,6 +35,7 @@ struct ViewInfo {
   int object_index;
   const FieldId* fields;
   size_t num_fields;
+  size_t slots;  // field values a new table holds: highest field id + 1
 };
 
 template <typename Tab>
@@ -71,6 +72,13 @@ inline std::shared_ptr<Table> NewTableOf(const Schema& s, const reflection::Obje
   auto t = std::make_shared<Table>();
   t->def = &def;
   t->fields.resize(s.FieldsById(def).size());
+  return t;
+}
+// The same, with the slot count the generated views know (no schema lookup).
+inline std::shared_ptr<Table> NewTableOf(const reflection::Object& def, size_t slots) {
+  auto t = std::make_shared<Table>();
+  t->def = &def;
+  t->fields.resize(slots);
   return t;
 }
 

@@ -107,6 +107,7 @@ std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
   tensor.set_sizes(spec.sizes);
   std::vector<uint8_t> dims = spec.dim_order;
   if (dims.empty()) {
+    dims.reserve(spec.sizes.size());
     for (size_t i = 0; i < spec.sizes.size(); ++i) dims.push_back(static_cast<uint8_t>(i));
   }
   if (dims.size() != spec.sizes.size()) throw Error("bad-program", "dim_order and sizes differ in rank");
