@@ -533,20 +533,6 @@ void Value::set_bits(uint64_t b) {
   bits_ = b;
 }
 
-std::string_view Value::str_view() const {
-  return std::string_view(reinterpret_cast<const char*>(scalars_data()), scalars_size());
-}
-
-const uint8_t* Value::scalars_data() const {
-  if (store_ == Store::kBlob) return blob_.data;
-  return store_ == Store::kBytes ? bytes_->data : nullptr;
-}
-
-size_t Value::scalars_size() const {
-  if (store_ == Store::kBlob) return size_;
-  return store_ == Store::kBytes ? bytes_->size : 0;
-}
-
 void Value::set_view(const uint8_t* data, size_t size, std::shared_ptr<const void> owner) {
   if (size > UINT32_MAX) {
     throw Error("limit-exceeded",
@@ -563,11 +549,6 @@ void Value::set_str(std::string s) {
   const auto* data = reinterpret_cast<const uint8_t*>(owned->data());
   size_t size = owned->size();
   set_view(data, size, std::move(owned));
-}
-
-const std::shared_ptr<Table>& Value::table() const {
-  static const std::shared_ptr<Table> kNone;
-  return store_ == Store::kTable ? table_ : kNone;
 }
 
 // A payload of another store may be replaced only when it holds nothing.

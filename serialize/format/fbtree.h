@@ -79,17 +79,28 @@ struct Value {
   void set_bits(uint64_t b);
   // kString: the characters (empty for any other payload).
   std::string str() const { return std::string(str_view()); }
-  std::string_view str_view() const;
+  std::string_view str_view() const {
+    return std::string_view(reinterpret_cast<const char*>(scalars_data()), scalars_size());
+  }
   void set_str(std::string s);
   // kTable (also union values): the table, or null.
-  const std::shared_ptr<Table>& table() const;
+  const std::shared_ptr<Table>& table() const {  // inline: read for every table of every walk
+    static const std::shared_ptr<Table> kNone;
+    return store_ == Store::kTable ? table_ : kNone;
+  }
   // The table slot itself, to replace or own (fb::Own) the table. Like
   // mutable_elems, throws Error("internal") on a value holding another payload.
   std::shared_ptr<Table>& mutable_table();
   // kScalarVector: the raw element bytes (empty for any other payload).
   Bytes scalars() const;
-  const uint8_t* scalars_data() const;
-  size_t scalars_size() const;
+  const uint8_t* scalars_data() const {
+    if (store_ == Store::kBlob) return blob_.data;
+    return store_ == Store::kBytes ? bytes_->data : nullptr;
+  }
+  size_t scalars_size() const {
+    if (store_ == Store::kBlob) return size_;
+    return store_ == Store::kBytes ? bytes_->size : 0;
+  }
   // Keeps what `b` says about its source (a mapped file, zeros), which the
   // writer streams from, and sizes over 4 GiB, which it refuses.
   void set_scalars(Bytes b);
@@ -202,12 +213,23 @@ Value StringValue(std::string s);
 Value TableValue(std::shared_ptr<Table> t);
 Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type);
 Value ScalarVector(reflection::BaseType elem_type, Bytes raw);
-// A scalar vector holding a copy of `v` (T must match elem_type's size).
+// A scalar vector holding a copy of `v` (T must match elem_type's size). The
+// bytes are kept in a shared std::string: up to 15 bytes (a tensor's sizes and
+// dim order, mostly) sit inside it, one allocation instead of two.
 template <typename T>
 Value ScalarVectorOf(reflection::BaseType elem_type, const std::vector<T>& v) {
-  std::vector<uint8_t> raw(v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
-  return ScalarVector(elem_type, Bytes::Own(std::move(raw)));
+  Value out;
+  out.kind = Value::Kind::kScalarVector;
+  out.type = elem_type;
+  const size_t n = v.size() * sizeof(T);
+  if (n == 0) {
+    out.set_view(nullptr, 0, nullptr);
+    return out;
+  }
+  auto buf = std::make_shared<const std::string>(reinterpret_cast<const char*>(v.data()), n);
+  const auto* data = reinterpret_cast<const uint8_t*>(buf->data());
+  out.set_view(data, n, std::move(buf));
+  return out;
 }
 uint64_t AsUInt(const Value& v, uint64_t dflt = 0);
 int64_t AsInt(const Value& v, int64_t dflt = 0);

@@ -111,7 +111,7 @@ std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
     for (size_t i = 0; i < spec.sizes.size(); ++i) dims.push_back(static_cast<uint8_t>(i));
   }
   if (dims.size() != spec.sizes.size()) throw Error("bad-program", "dim_order and sizes differ in rank");
-  tensor.set_dim_order(Bytes::Own(std::move(dims)));
+  tensor.dim_order() = fb::ScalarVectorOf(reflection::UByte, dims);
   tensor.set_requires_grad(spec.requires_grad);
   tensor.set_shape_dynamism(static_cast<executorch_flatbuffer::TensorShapeDynamism>(spec.shape_dynamism));
   if (spec.planned) {
