@@ -46,24 +46,6 @@ int64_t ToInt(reflection::BaseType t, uint64_t bits) {
   }
 }
 
-bool IsDefault(const reflection::Field& f, uint64_t bits) {
-  auto t = f.type()->base_type();
-  if (t == reflection::Float) {
-    float v;
-    uint32_t b = static_cast<uint32_t>(bits);
-    std::memcpy(&v, &b, 4);
-    return v == static_cast<float>(f.default_real());
-  }
-  if (t == reflection::Double) {
-    double v;
-    std::memcpy(&v, &bits, 8);
-    return v == f.default_real();
-  }
-  size_t n = ScalarSize(t);
-  uint64_t mask = n == 8 ? ~0ull : ((1ull << (8 * n)) - 1);
-  return (bits & mask) == (static_cast<uint64_t>(f.default_integer()) & mask);
-}
-
 size_t FieldSize(const reflection::Field& f) {
   auto t = f.type()->base_type();
   return IsScalarType(t) ? ScalarSize(t) : 4;
@@ -633,6 +615,24 @@ size_t ScalarSize(reflection::BaseType t) {
     default:
       return 4;
   }
+}
+
+bool IsDefault(const reflection::Field& f, uint64_t bits) {
+  auto t = f.type()->base_type();
+  if (t == reflection::Float) {
+    float v;
+    uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&v, &b, 4);
+    return v == static_cast<float>(f.default_real());
+  }
+  if (t == reflection::Double) {
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v == f.default_real();
+  }
+  size_t n = ScalarSize(t);
+  uint64_t mask = n == 8 ? ~0ull : ((1ull << (8 * n)) - 1);
+  return (bits & mask) == (static_cast<uint64_t>(f.default_integer()) & mask);
 }
 
 Schema::Schema(const uint8_t* bfbs, size_t size) {

@@ -234,5 +234,9 @@ Value ScalarVectorOf(reflection::BaseType elem_type, const std::vector<T>& v) {
 uint64_t AsUInt(const Value& v, uint64_t dflt = 0);
 int64_t AsInt(const Value& v, int64_t dflt = 0);
 size_t ScalarSize(reflection::BaseType t);
+// Whether a scalar's raw bits equal the field's default, compared as its C
+// type (so -0.0 is 0.0): such a field is left out of the buffer, by this
+// encoder and by FlatBuffers' builders.
+bool IsDefault(const reflection::Field& f, uint64_t bits);
 
 }  // namespace ptepack::fb

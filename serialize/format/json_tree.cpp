@@ -303,25 +303,6 @@ class Reader {
     return bits;
   }
 
-  // Whether `bits` equal the field's default, compared as its C type (the
-  // parser leaves such a field out: FlatBufferBuilder::AddElement).
-  static bool IsDefault(const reflection::Field& f, reflection::BaseType t, uint64_t bits) {
-    if (t == reflection::Float) {
-      float v;
-      uint32_t b = static_cast<uint32_t>(bits);
-      std::memcpy(&v, &b, 4);
-      return v == static_cast<float>(f.default_real());
-    }
-    if (t == reflection::Double) {
-      double v;
-      std::memcpy(&v, &bits, 8);
-      return v == f.default_real();
-    }
-    size_t n = ScalarSize(t);
-    uint64_t mask = n == 8 ? ~uint64_t{0} : ((uint64_t{1} << (8 * n)) - 1);
-    return bits == (static_cast<uint64_t>(f.default_integer()) & mask);
-  }
-
   void SetView(Value& v, const uint8_t* data, size_t size) {
     uint8_t* dst = arena_->Alloc(size);
     if (size) std::memcpy(dst, data, size);
@@ -432,7 +413,7 @@ class Reader {
     const auto bt = type.base_type();
     if (IsScalarType(bt)) {
       uint64_t bits = Scalar(bt, bt == reflection::UType || type.index() >= 0 ? type.index() : -1);
-      if (!f.optional() && IsDefault(f, bt, bits)) return;  // left out, as the parser does
+      if (!f.optional() && IsDefault(f, bits)) return;  // left out, as the parser does
       v.kind = Value::Kind::kScalar;
       v.type = bt;
       v.set_bits(bits);
