@@ -381,6 +381,40 @@ int MappedFile::Reopen() const {
   return fd;
 }
 
+MappedReader::~MappedReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int MappedReader::Open(const Bytes& b) {
+  if (b.mapping == nullptr || b.zeros || !b.mapping->Contains(b.data, b.size)) return -1;
+  if (b.mapping != mapping_ || owner_.expired() || fd_ < 0) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = b.mapping->Reopen();
+    mapping_ = b.mapping;
+    owner_ = b.owner;
+  }
+  return fd_;
+}
+
+void MappedReader::Read(const Bytes& b, uint64_t from, size_t n, uint8_t* out) {
+  const uint64_t off = static_cast<uint64_t>(b.data - b.mapping->data()) + from;
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      Finding f;
+      f.code = "read-failed";
+      f.file = b.mapping->path();
+      f.offset = off + got;
+      f.message = r < 0 ? std::string("cannot read input: ") + std::strerror(errno)
+                        : std::string("input ended early (was it truncated?)");
+      throw Error(std::move(f));
+    }
+    got += static_cast<size_t>(r);
+  }
+}
+
 void MappedFile::DropPages(const uint8_t* p, size_t n) const {
   if (data_ == nullptr || n == 0) return;
   static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));

@@ -52,6 +52,31 @@ class MappedFile {
   std::weak_ptr<const MappedFile> self_;
 };
 
+// Reads bytes that view a MappedFile with pread, on a descriptor kept open
+// while consecutive reads come from the same file, instead of through the
+// mapping (whose pages would stay resident, and fault-around maps their
+// neighbours too). Not thread-safe.
+class MappedReader {
+ public:
+  MappedReader() = default;
+  ~MappedReader();
+  MappedReader(const MappedReader&) = delete;
+  MappedReader& operator=(const MappedReader&) = delete;
+  // A descriptor open on the file `b` views, or -1 when `b` is not a view of
+  // a mapped file or the file cannot be opened again (read the memory then).
+  // Valid until the next call.
+  int Open(const Bytes& b);
+  // Bytes [from, from + n) of `b` into `out`; Open(b) must have given a
+  // descriptor. Throws read-failed (located) if the file cannot be read or
+  // ended early.
+  void Read(const Bytes& b, uint64_t from, size_t n, uint8_t* out);
+
+ private:
+  const MappedFile* mapping_ = nullptr;
+  std::weak_ptr<const void> owner_;  // while alive, mapping_ is that file
+  int fd_ = -1;
+};
+
 // Writes a file atomically: bytes go to a temporary file in the target
 // directory, Commit() fsyncs and renames it over the target. If the object is
 // destroyed without Commit() (error, exception), the temp file is removed and

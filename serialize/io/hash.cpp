@@ -105,34 +105,18 @@ uint64_t HashBytes(const Bytes& b) {
   return s.Digest();
 }
 
-BytesHasher::~BytesHasher() {
-  if (fd_ >= 0) ::close(fd_);
-}
+BytesHasher::~BytesHasher() = default;
 
 uint64_t BytesHasher::Hash(const Bytes& b) {
-  if (!b.mapping || !b.mapping->Contains(b.data, b.size) || b.zeros) return HashBytes(b);
-  if (b.mapping != mapping_ || owner_.expired() || fd_ < 0) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = b.mapping->Reopen();
-    mapping_ = b.mapping;
-    owner_ = b.owner;
-    if (fd_ < 0) return HashBytes(b);
-  }
-  const uint64_t off = static_cast<uint64_t>(b.data - b.mapping->data());
+  const int fd = reader_.Open(b);
+  if (fd < 0) return HashBytes(b);
   if (b.size <= kBlock) {
     // One read and the one-shot hash (the same value as the stream's).
     if (buf_.size() < kBlock) buf_.resize(kBlock);
-    size_t got = 0;
-    while (got < b.size) {
-      ssize_t r = ::pread(fd_, buf_.data() + got, b.size - got, static_cast<off_t>(off + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) ReadFailed("cannot read input");
-      if (r == 0) throw Error("read-failed", "input ended early (was it truncated?)");
-      got += static_cast<size_t>(r);
-    }
+    reader_.Read(b, 0, b.size, buf_.data());
     return XXH3_64bits(buf_.data(), b.size);
   }
-  return HashFileRange(fd_, off, b.size);
+  return HashFileRange(fd, static_cast<uint64_t>(b.data - b.mapping->data()), b.size);
 }
 
 void HashRegions(const Bytes& file, std::vector<RegionSum>* regions) {

@@ -59,9 +59,7 @@ class BytesHasher {
   uint64_t Hash(const Bytes& b);
 
  private:
-  const MappedFile* mapping_ = nullptr;
-  std::weak_ptr<const void> owner_;  // while alive, mapping_ is that file
-  int fd_ = -1;
+  MappedReader reader_;
   std::vector<uint8_t> buf_;
 };
 

@@ -1,9 +1,6 @@
 #include "serialize/read/restore.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <map>
 
@@ -85,65 +82,35 @@ std::map<uint64_t, uint64_t> ConstantSizes(fb::Table& p) {
   return need;
 }
 
-// Reads the padding of constants mapped from the input with pread, not
-// through the mapping: touching each constant's few padding bytes faulted in
-// its neighbours too (fault-around), so a split of 10,000 constants of 4 KiB
-// kept the whole 40 MiB constant segment resident.
-class PaddingReader {
- public:
-  ~PaddingReader() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  // Whether bytes [from, b.size) of `b` are all zero.
-  bool ZerosFrom(const Bytes& b, uint64_t from) {
-    if (b.mapping != nullptr && b.mapping->Contains(b.data, b.size)) {
-      if (fd_ < 0 && !tried_) {
-        tried_ = true;
-        fd_ = b.mapping->Reopen();
-        file_ = b.mapping;
-      }
-      if (fd_ >= 0 && b.mapping == file_)
-        return ZerosInFile(static_cast<uint64_t>(b.data - file_->data()) + from, b.size - from);
-    }
+// Whether bytes [from, b.size) of `b` are zero. A constant mapped from the
+// input is read with pread: touching each constant's few padding bytes
+// through the mapping faulted in its neighbours too (fault-around), so a
+// split of 10,000 constants of 4 KiB kept the whole 40 MiB constant segment
+// resident.
+bool ZerosFrom(const Bytes& b, uint64_t from, MappedReader& reader) {
+  if (reader.Open(b) < 0) {
     for (uint64_t k = from; k < b.size; ++k) {
       if (b.data[k] != 0) return false;
     }
     return true;
   }
-
- private:
-  bool ZerosInFile(uint64_t off, uint64_t n) {
-    uint8_t buf[4096];
-    while (n > 0) {
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(n, sizeof buf));
-      const ssize_t got = ::pread(fd_, buf, want, static_cast<off_t>(off));
-      if (got <= 0) {
-        Finding f;
-        f.code = "read-failed";
-        f.file = file_->path();
-        f.offset = off;
-        f.message = std::string("cannot read a constant's padding: ") +
-                    (got < 0 ? std::strerror(errno) : "the file is shorter than when it was opened");
-        throw Error(std::move(f));
-      }
-      for (ssize_t i = 0; i < got; ++i) {
-        if (buf[i] != 0) return false;
-      }
-      off += static_cast<uint64_t>(got);
-      n -= static_cast<uint64_t>(got);
+  uint8_t buf[4096];
+  for (uint64_t at = from; at < b.size;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(b.size - at, sizeof buf));
+    reader.Read(b, at, n, buf);
+    for (size_t i = 0; i < n; ++i) {
+      if (buf[i] != 0) return false;
     }
-    return true;
+    at += n;
   }
-  int fd_ = -1;
-  bool tried_ = false;
-  const MappedFile* file_ = nullptr;
-};
+  return true;
+}
 
 // A constant without its alignment padding (when the padding is zeros).
-Bytes Unpadded(Bytes b, const std::map<uint64_t, uint64_t>& need, size_t index, PaddingReader& padding) {
+Bytes Unpadded(Bytes b, const std::map<uint64_t, uint64_t>& need, size_t index, MappedReader& reader) {
   auto it = need.find(index);
   if (it == need.end() || it->second > b.size) return b;
-  if (!padding.ZerosFrom(b, it->second)) return b;
+  if (!ZerosFrom(b, it->second, reader)) return b;
   return b.Sub(0, it->second);
 }
 
@@ -157,10 +124,10 @@ void RestoreConstants(Program<>& p, const std::vector<Bytes>& seg) {
   const std::map<uint64_t, uint64_t> need = ConstantSizes(p.table());
   std::vector<Bytes> items = SplitSegment(seg.at(sub.get_segment_index()), o);
   std::vector<fb::Value> bufs;
-  PaddingReader padding;
+  MappedReader reader;
   for (size_t i = 0; i < items.size(); ++i) {
     auto buf = Buffer<>::New();
-    Buffer{*buf}.set_storage(Unpadded(items[i], need, i, padding));
+    Buffer{*buf}.set_storage(Unpadded(items[i], need, i, reader));
     bufs.push_back(fb::TableValue(buf));
   }
   p.constant_buffer() = fb::OffsetVector(std::move(bufs), reflection::Obj);
