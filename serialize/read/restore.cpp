@@ -106,10 +106,13 @@ bool ZerosFrom(const Bytes& b, uint64_t from, MappedReader& reader) {
   return true;
 }
 
-// A constant without its alignment padding (when the padding is zeros).
+// A constant without its alignment padding (when the padding is zeros). A
+// buffer whose tensors need no bytes keeps what it holds: cut to nothing, it
+// could leave the constant segment empty while tensors still refer to it
+// (testdata/regressions/pte-zero-size-constant-in-padding.pte).
 Bytes Unpadded(Bytes b, const std::map<uint64_t, uint64_t>& need, size_t index, MappedReader& reader) {
   auto it = need.find(index);
-  if (it == need.end() || it->second > b.size) return b;
+  if (it == need.end() || it->second == 0 || it->second > b.size) return b;
   if (!ZerosFrom(b, it->second, reader)) return b;
   return b.Sub(0, it->second);
 }

@@ -515,5 +515,24 @@ TEST(WriterConformance, TinyProgramStaysLoadable) {
   EXPECT_TRUE(o.loaded()) << o.Describe();
 }
 
+// A fuzzer-found program whose one constant tensor needs no bytes, in a
+// constant segment of 7 zero bytes. Restoring cut the buffer to nothing, so
+// the rewritten program had an empty constant segment that its tensor still
+// referred to, and repack refused its own output. The runtime loads the
+// input, and must load what repack writes.
+TEST(WriterConformance, ZeroSizeConstantStaysLoadable) {
+  PTEPACK_REQUIRE_RUNTIME_ORACLE();
+  const std::string in =
+      std::string(PTEPACK_SOURCE_DIR) + "/testdata/regressions/pte-zero-size-constant-in-padding.pte";
+  const std::string out = ScratchDir("zero_size_constant") + "/out.pte";
+  ASSERT_EQ(RunCli({"verify", in}).exit_code, 0);
+  ASSERT_TRUE(RunRuntimeOracle(OracleBuild::kDeprecatedConstantBuffer, in).loaded());
+  RunResult r = RunCli({"repack", in, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RunCli({"verify", out}).exit_code, 0);
+  OracleResult o = RunRuntimeOracle(OracleBuild::kDeprecatedConstantBuffer, out);
+  EXPECT_TRUE(o.loaded()) << o.Describe();
+}
+
 }  // namespace
 }  // namespace ptepack::testing
