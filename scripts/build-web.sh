@@ -118,7 +118,8 @@ step_end
 
 # ---- The WebAssembly module: the library's read side and web/ptepack_web.cpp.
 step_start "wasm module (emcmake, build)"
-emcmake cmake -S "$ROOT" -B "$OUT/wasm" -DCMAKE_BUILD_TYPE=Release -DCMAKE_FIND_ROOT_PATH="$PREFIX" \
+# MinSizeRel (-Os): a smaller module, and quicker to compile than -O3.
+emcmake cmake -S "$ROOT" -B "$OUT/wasm" -DCMAKE_BUILD_TYPE=MinSizeRel -DCMAKE_FIND_ROOT_PATH="$PREFIX" \
   -DFLATC="$(command -v flatc)" -DCMAKE_C_COMPILER_LAUNCHER="${CCACHE:-}" -DCMAKE_CXX_COMPILER_LAUNCHER="${CCACHE:-}" \
   >"$OUT/wasm-configure.log" 2>&1 || { cat "$OUT/wasm-configure.log"; exit 1; }
 cmake --build "$OUT/wasm" -j"$JOBS" --target ptepack_web

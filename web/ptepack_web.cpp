@@ -250,6 +250,10 @@ class Session {
       doc["error"] = ErrorJson(e)["error"];
       doc["views"] = views;
       return doc;
+    } catch (const std::exception& e) {  // out of memory, say: still an answer, not a blank page
+      doc["error"] = {{"code", "internal"}, {"message", e.what()}};
+      doc["views"] = views;
+      return doc;
     }
     for (const View& v : Views()) {
       try {

@@ -291,6 +291,18 @@ function bigPte(dir) {
         check(got.valid === false && got.findings.some((f) => f.severity === 'error'), `${name}${q}: shown invalid, with errors`);
       }
     }
+    // The hostile inputs of testdata/regressions: the CLI's findings (or its error), never a blank page.
+    const regressions = path.join(ROOT, 'testdata', 'regressions');
+    for (const name of fs.readdirSync(regressions).filter((n) => /\.(pte|ptd|bpte)$/.test(n)).sort()) {
+      const got = await open(page, `${base}/index.html`, [path.join(regressions, name)]);
+      const r = spawnSync(cli, ['verify', name, '--json'], { cwd: regressions, encoding: 'utf8' });
+      const v = JSON.parse(r.stdout);
+      if (v.error) {
+        check(!!got.error || got.viewError, `${name}: the CLI cannot read it (${v.error.code}); the page says why`, JSON.stringify(got).slice(0, 300));
+      } else {
+        same(got.findings.map((f) => f.code), v.findings.map((f) => f.code), `${name}: findings ${v.findings.map((f) => f.code).join(', ') || '(none)'}`);
+      }
+    }
     const rnd = await open(page, `${base}/index.html`, [path.join(work, 'random.bin')]);
     check(rnd.findings.some((f) => /not an ExecuTorch program/.test(f.message)), 'random.bin: "not an ExecuTorch program"');
     await page.click('nav#tabs button[data-view="verify"]');
