@@ -196,6 +196,15 @@ function compare(got, dir, files, label) {
   check(/memory plan: not in this build/.test(got.plan), `${label}: memory plan view says it is not in this build`);
 }
 
+const SHOT_COLOURS = {
+  inspect: { hex: '#1d2330', min: 1500, what: 'text' },
+  verify: { hex: '#2e7d32', min: 100, what: 'the green verdict' },
+  size: { hex: '#1d2330', min: 1500, what: 'text' },
+  map: { hex: '#f28e2b', min: 500, what: 'the flatbuffer band' },
+  graph: { hex: '#b8e6b8', min: 1000, what: 'input nodes' },
+  plan: { hex: '#5b6473', min: 30, what: 'its note' },
+};
+
 async function screenshots(page, base, label) {
   const views = ['inspect', 'verify', 'size', 'map', 'graph', 'plan'];
   const out = [];
@@ -203,8 +212,13 @@ async function screenshots(page, base, label) {
     await page.click(`nav#tabs button[data-view="${v}"]`);
     const file = path.join(outDir, `${base}-${v}.png`);
     await page.screenshot({ path: file, fullPage: v !== 'inspect' && v !== 'size' });
-    const st = pngStats(file);
-    check(st.nonWhite > st.w * st.h * 0.01, `${label}: screenshot of ${v} is not blank (${st.nonWhite} of ${st.w * st.h} pixels not white)`);
+    // Not blank: pixels of what the view draws, in a picture of the view alone (the page's
+    // header and background would pass an empty view).
+    const part = path.join(outDir, `${base}-${v}-view.png`);
+    await page.locator('section.view').screenshot({ path: part });
+    const colour = SHOT_COLOURS[v];
+    const st = pngStats(part, colour.hex);
+    check(st.matching[0] >= colour.min, `${label}: screenshot of ${v} shows ${colour.what} (${st.matching[0]} pixels of ${colour.hex}; ${st.nonWhite} of ${st.w * st.h} not white)`);
     out.push(file);
   }
   return out;
