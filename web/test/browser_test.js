@@ -215,7 +215,9 @@ async function screenshots(page, base, label) {
     // Not blank: pixels of what the view draws, in a picture of the view alone (the page's
     // header and background would pass an empty view).
     const part = path.join(outDir, `${base}-${v}-view.png`);
-    await page.locator('section.view').screenshot({ path: part });
+    const box = await page.locator('section.view').boundingBox();
+    await page.screenshot({ path: part, fullPage: true,
+      clip: { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 1000) } });
     const colour = SHOT_COLOURS[v];
     const st = pngStats(part, colour.hex);
     check(st.matching[0] >= colour.min, `${label}: screenshot of ${v} shows ${colour.what} (${st.matching[0]} pixels of ${colour.hex}; ${st.nonWhite} of ${st.w * st.h} not white)`);
