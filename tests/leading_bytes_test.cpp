@@ -155,10 +155,12 @@ TEST(LeadingBytes, SegmentDataIsNotNeeded) {
 // nothing past what it asked for.
 TEST(LeadingBytes, HeaderMutantsReadAsWhole) {
   size_t mutants = 0;
-  for (const std::string name : {"stories260k_qnn.pte", "xor.pte", "linear.pte", "add.pte"}) {
+  for (const std::string name : {"keyword_spotting.pte", "xor.pte", "linear.pte", "add.pte"}) {
     const auto file = ReadFile(FixturePath(name));
+    // One mutation per byte of the largest keeps this test quick under ASan.
+    const int kinds = file.size() > 50000 ? 1 : 3;
     for (size_t at = 0; at < 64 && at < file.size(); ++at) {
-      for (int how = 0; how < 3; ++how) {
+      for (int how = 3 - kinds; how < 3; ++how) {
         auto m = file;
         m[at] = how == 0 ? 0 : how == 1 ? 0xff : static_cast<uint8_t>(m[at] + 1);
         ExpectSamePte(m, name + " byte " + std::to_string(at) + " mutated (" + std::to_string(how) + ")");
