@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Top to bottom. A folder may include only folders listed after it (or itself),
 # except its siblings: folders on the same line are siblings.
 LAYERS = [
-    ["tools", "bench", "python"],
+    ["tools", "bench", "python", "web"],
     ["serialize/api"],
     ["serialize/bundle", "serialize/insight", "serialize/bpte"],
     ["serialize/write"],

@@ -19,6 +19,13 @@
 
 #include "ptepack/error.h"
 
+// Emscripten's libc (the browser viewer's build, which never writes files) has no
+// SEEK_DATA/SEEK_HOLE; lseek refuses Linux's values there, and CopyExtents copies on.
+#ifndef SEEK_DATA
+#define SEEK_DATA 3
+#define SEEK_HOLE 4
+#endif
+
 namespace ptepack {
 namespace {
 

@@ -255,7 +255,7 @@ class PteDescriber {
   void Header() {
     d_["file"] = pte_.name();
     d_["format"] = "pte";
-    d_["size"] = pte_.file().size;
+    d_["size"] = pte_.file_size();
     d_["valid"] = pte_.ok();
     d_["findings"] = ReportJson(pte_.report());
     json hdr;
@@ -509,7 +509,7 @@ json PtdHead(const PtdFile& ptd) {
   json d;
   d["file"] = ptd.name();
   d["format"] = "ptd";
-  d["size"] = ptd.file().size;
+  d["size"] = ptd.file_size();
   d["valid"] = ptd.ok();
   d["findings"] = ReportJson(ptd.report());
   const auto& h = ptd.header();

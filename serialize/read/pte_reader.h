@@ -49,6 +49,12 @@ class PteFile {
   // collected in report().
   static std::unique_ptr<PteFile> Open(const std::string& path, const ReadOptions& opts = {});
   static std::unique_ptr<PteFile> FromBytes(Bytes data, std::string name, const ReadOptions& opts = {});
+  // Judges a file from its leading bytes (LeadingBytesNeeded in
+  // serialize/read/leading_bytes.h says how many) and its total size, as
+  // FromBytes would judge the whole file: the checks read only headers and the
+  // flatbuffer. Segment data is not there: SegmentData() throws "not-loaded".
+  static std::unique_ptr<PteFile> FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
+                                                   const ReadOptions& opts = {});
 
   const Report& report() const { return report_; }
   Report& mutable_report() { return report_; }
@@ -60,10 +66,14 @@ class PteFile {
   const std::optional<ExtendedHeader>& header() const { return header_; }
   uint64_t program_size() const { return program_size_; }
   uint64_t segment_base_offset() const { return segment_base_offset_; }
+  // The bytes in memory: the whole file, or its leading bytes (FromLeadingBytes).
   const Bytes& file() const { return file_; }
+  uint64_t file_size() const { return file_size_; }
+  bool whole() const { return file_.size == file_size_; }
   Bytes flatbuffer() const { return file_.Sub(0, program_size_); }
   const std::vector<SegmentSpan>& segments() const { return segments_; }
-  // Data of segment i; throws if it does not lie within the file.
+  // Data of segment i; throws if it does not lie within the file, or was not
+  // read ("not-loaded").
   Bytes SegmentData(size_t i) const;
 
   // Checks this program against the .ptd files it will be loaded with, as
@@ -86,6 +96,7 @@ class PteFile {
 
   std::string name_;
   Bytes file_;
+  uint64_t file_size_ = 0;
   Report report_;
   std::optional<ExtendedHeader> header_;
   uint64_t program_size_ = 0;
