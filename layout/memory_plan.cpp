@@ -619,6 +619,25 @@ FitResult BestFitOrdersOnly(const std::vector<PlanBlock>& blocks, const Prepared
   return best;
 }
 
+// The movable blocks that occupy bytes, in groups joined by overlapping
+// intervals (ordered by first use): blocks of different groups are never
+// alive at the same instruction, so each group can be placed on its own.
+std::vector<std::vector<size_t>> TimeGroups(const std::vector<PlanBlock>& blocks, const Prepared& p) {
+  std::vector<size_t> order;
+  for (size_t i : p.movable) {
+    if (p.aligned[i] > 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return blocks[x].first < blocks[y].first; });
+  std::vector<std::vector<size_t>> groups;
+  uint32_t reach = 0;
+  for (size_t i : order) {
+    if (groups.empty() || blocks[i].first > reach) groups.emplace_back();
+    reach = groups.back().empty() ? blocks[i].last : std::max(reach, blocks[i].last);
+    groups.back().push_back(i);
+  }
+  return groups;
+}
+
 // A local search over best-fit's order (TVM USMP's hill_climb idea): move one
 // block to another position, place again from there, keep the new order when
 // it is no larger. Stops at the lower bound, when the work budget runs out,
@@ -627,13 +646,13 @@ FitResult BestFitOrdersOnly(const std::vector<PlanBlock>& blocks, const Prepared
 constexpr uint64_t kStall = 20000;
 
 std::vector<uint64_t> LocalSearch(const std::vector<PlanBlock>& blocks, const Prepared& p, uint64_t lower,
-                                  const PlanOptions& options, const FitResult& start) {
+                                  uint64_t& budget, const FitResult& start) {
   const size_t n = start.order.size();
-  if (n < 2 || start.size <= lower || options.improve_budget == 0) return start.offsets;
+  if (n < 2 || start.size <= lower || budget == 0) return start.offsets;
   OrderPlacer placer(blocks, p);
   std::vector<size_t> order = start.order;
   std::vector<uint64_t> best = start.offsets;
-  uint64_t best_size = start.size, size = start.size, budget = options.improve_budget;
+  uint64_t best_size = start.size, size = start.size;
   budget -= std::min(budget, placer.Place(order, 0, start.choice));
   auto move = [&](size_t x, size_t y) {
     if (x < y) {
@@ -665,6 +684,61 @@ std::vector<uint64_t> LocalSearch(const std::vector<PlanBlock>& blocks, const Pr
     }
   }
   return best;
+}
+
+// The local search group by group (TimeGroups), always on the group that
+// ends highest, down to the next lower group's end: one that cannot be
+// lowered ends it.
+// Each group is searched as an instance of its own (its blocks and the fixed
+// ones), in the order best-fit placed it. Returns the offsets (`fit`'s where
+// nothing smaller was found).
+std::vector<uint64_t> ImproveByGroups(const std::vector<PlanBlock>& blocks, const Prepared& p, uint64_t lower,
+                                      const PlanOptions& options, const FitResult& fit) {
+  std::vector<uint64_t> offsets = fit.offsets;
+  if (fit.size <= lower || options.improve_budget == 0) return offsets;
+  const std::vector<std::vector<size_t>> groups = TimeGroups(blocks, p);
+  std::vector<size_t> position(blocks.size(), 0);
+  for (size_t k = 0; k < fit.order.size(); k++) position[fit.order[k]] = k;
+  auto end_of = [&](const std::vector<size_t>& g) {
+    uint64_t e = 0;
+    for (size_t i : g) e = std::max(e, offsets[i] + p.aligned[i]);
+    return e;
+  };
+  std::vector<uint64_t> ends;
+  for (const auto& g : groups) ends.push_back(end_of(g));
+  uint64_t budget = options.improve_budget;
+  while (budget > 0 && !groups.empty()) {
+    const size_t top = static_cast<size_t>(std::max_element(ends.begin(), ends.end()) - ends.begin());
+    uint64_t next = 0;  // the next level below: groups as high as this one come after it
+    for (uint64_t e : ends) {
+      if (e < ends[top]) next = std::max(next, e);
+    }
+    const uint64_t target = std::max({lower, p.fixed_top, next});
+    if (ends[top] <= target) break;
+    // The group as an instance: its blocks in best-fit's order, then the fixed ones.
+    std::vector<size_t> members = groups[top];
+    std::sort(members.begin(), members.end(), [&](size_t x, size_t y) { return position[x] < position[y]; });
+    std::vector<PlanBlock> sub;
+    FitResult start;
+    for (size_t i : members) {
+      start.order.push_back(sub.size());
+      start.offsets.push_back(offsets[i]);
+      sub.push_back(blocks[i]);
+    }
+    for (size_t i : p.fixed) {
+      start.offsets.push_back(offsets[i]);
+      sub.push_back(blocks[i]);
+    }
+    const Prepared sub_p = Prepare(sub, p.alignment);
+    start.size = PlacementSize(sub_p, start.offsets);
+    start.choice = fit.choice;
+    const std::vector<uint64_t> found = LocalSearch(sub, sub_p, target, budget, start);
+    for (size_t k = 0; k < members.size(); k++) offsets[members[k]] = found[k];
+    const uint64_t end = end_of(groups[top]);
+    if (end >= ends[top]) break;  // not lowered: the size cannot go down
+    ends[top] = end;
+  }
+  return offsets;
 }
 
 // ---------------------------------------------------------------------------
@@ -812,25 +886,12 @@ class ExactSearch {
 // when the result is proven optimal.
 bool ExactImprove(const std::vector<PlanBlock>& blocks, const Prepared& p, const PlanOptions& options, uint64_t lower,
                   std::vector<uint64_t>& offsets) {
-  std::vector<size_t> order;
-  for (size_t i : p.movable) {
-    if (p.aligned[i] > 0) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return blocks[x].first < blocks[y].first; });
   struct Group {
     std::vector<size_t> blocks;
     uint64_t lower = 0, now = 0;  // lower bound, end in `offsets`
   };
   std::vector<Group> groups;
-  uint32_t reach = 0;
-  for (size_t i : order) {
-    if (groups.empty() || blocks[i].first > reach) {
-      groups.emplace_back();
-      reach = blocks[i].last;
-    }
-    groups.back().blocks.push_back(i);
-    reach = std::max(reach, blocks[i].last);
-  }
+  for (auto& g : TimeGroups(blocks, p)) groups.push_back({std::move(g), 0, 0});
   // No placement is below the lower bound, the fixed blocks' end, or any group's own bound.
   uint64_t target = std::max(lower, p.fixed_top);
   for (Group& g : groups) {
@@ -884,7 +945,7 @@ PlanPlacement PlanMemory(const std::vector<PlanBlock>& blocks, uint64_t alignmen
       break;
     case PlanAlgorithm::kBestFit: {
       FitResult fit = BestFitOrdersOnly(blocks, p, lower);
-      offsets = LocalSearch(blocks, p, lower, options, fit);
+      offsets = ImproveByGroups(blocks, p, lower, options, fit);
       break;
     }
     case PlanAlgorithm::kExact:
@@ -899,7 +960,7 @@ PlanPlacement PlanMemory(const std::vector<PlanBlock>& blocks, uint64_t alignmen
         }
       }
       proven = ExactImprove(blocks, p, options, lower, offsets);
-      if (!proven) keep_smaller(offsets, LocalSearch(blocks, p, lower, options, fit));
+      if (!proven) keep_smaller(offsets, ImproveByGroups(blocks, p, lower, options, fit));
       break;
     }
   }
