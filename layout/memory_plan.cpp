@@ -141,11 +141,12 @@ constexpr uint64_t kNone = UINT64_MAX;
 // the alignment (TensorSpec.realign), fixed blocks apart from the others.
 struct Prepared {
   uint64_t alignment = 16;
-  std::vector<uint64_t> aligned;  // AlignUp(size, alignment), per block
-  std::vector<size_t> fixed;      // blocks with a fixed_offset, in the order given
-  std::vector<size_t> movable;    // the others, in the order given
-  uint64_t fixed_top = 0;         // the end of the highest fixed block (aligned size)
-  uint64_t fixed_end = 0;         // fixed_top rounded up to the alignment: where greedy starts
+  std::vector<uint64_t> aligned;   // AlignUp(size, alignment), per block
+  std::vector<size_t> fixed;       // blocks with a fixed_offset, in the order given
+  std::vector<size_t> movable;     // the others, in the order given
+  uint64_t fixed_top = 0;          // the end of the highest fixed block (aligned size)
+  uint64_t fixed_end = 0;          // fixed_top rounded up to the alignment: where greedy starts
+  size_t gap_search_limit = 4096;  // PlanOptions::gap_search_limit
 };
 
 std::string DescribeBlock(const PlanBlock& b, size_t index, uint64_t offset) {
@@ -339,10 +340,14 @@ std::vector<uint64_t> ExecutorchGreedy(const std::vector<PlanBlock>& blocks, con
 // interval, so the blocks alive at an instruction lie on one root-to-leaf
 // path; those starting inside the interval come from per-instruction lists,
 // found through a two-level bitmap of the non-empty ones. A query costs
-// O(log n + blocks found).
+// O(log n + blocks found). How many there are, and the highest end among
+// them, cost O(log n) (two Fenwick trees of starts and ends; the same segment
+// tree keeping the highest end over each node's whole range and within it),
+// kept only when `dense` (they cost as much again). Blocks come off in the
+// reverse of the order they were added.
 class LiveIndex {
  public:
-  explicit LiveIndex(const std::vector<PlanBlock>& blocks) {
+  LiveIndex(const std::vector<PlanBlock>& blocks, bool dense) : dense_(dense) {
     std::vector<uint32_t> times;
     times.reserve(blocks.size() * 2);
     for (const PlanBlock& b : blocks) {
@@ -363,12 +368,21 @@ class LiveIndex {
     starts_.resize(leaves_);
     words_.assign((leaves_ + 63) / 64, 0);
     summary_.assign((words_.size() + 63) / 64, 0);
+    if (dense_) {
+      started_.assign(leaves_ + 1, 0);
+      ended_.assign(leaves_ + 1, 0);
+      whole_.assign(2 * leaves_, 0);
+      within_.assign(2 * leaves_, 0);
+    }
   }
+
+  bool dense() const { return dense_; }
 
   // Blocks added so far.
   size_t size() const { return added_.size(); }
 
-  void Add(size_t block) {
+  // Adds `block`, which ends at byte `end`.
+  void Add(size_t block, uint64_t end) {
     const auto id = static_cast<uint32_t>(block);
     for (size_t l = first_[block] + leaves_, r = last_[block] + leaves_ + 1; l < r; l >>= 1, r >>= 1) {
       if (l & 1) cover_[l++].push_back(id);
@@ -379,6 +393,34 @@ class LiveIndex {
     words_[t >> 6] |= uint64_t{1} << (t & 63);
     summary_[t >> 12] |= uint64_t{1} << ((t >> 6) & 63);
     added_.push_back(id);
+    if (!dense_) return;
+    undo_marks_.push_back(undo_.size());
+    for (size_t l = first_[block] + leaves_, r = last_[block] + leaves_ + 1; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) Whole(l++, end);
+      if (r & 1) Whole(--r, end);
+    }
+    for (size_t node = (first_[block] + leaves_) >> 1; node > 0; node >>= 1) Within(node, end);
+    for (size_t node = (last_[block] + leaves_) >> 1; node > 0; node >>= 1) Within(node, end);
+    Count(started_, first_[block], 1);
+    Count(ended_, last_[block], 1);
+  }
+
+  // How many added blocks are alive at an instruction where `block` is.
+  size_t CountAlive(size_t block) const {
+    return static_cast<size_t>(Sum(started_, last_[block]) - (first_[block] ? Sum(ended_, first_[block] - 1) : 0));
+  }
+
+  // The highest end among the added blocks alive where `block` is (0: none).
+  uint64_t MaxEndAlive(size_t block) const {
+    uint64_t m = 0;
+    const size_t lo = first_[block] + leaves_, hi = last_[block] + leaves_;
+    for (size_t l = lo, r = hi + 1; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) m = std::max(m, within_[l++]);
+      if (r & 1) m = std::max(m, within_[--r]);
+    }
+    for (size_t node = lo >> 1; node > 0; node >>= 1) m = std::max(m, whole_[node]);
+    for (size_t node = hi >> 1; node > 0; node >>= 1) m = std::max(m, whole_[node]);
+    return m;
   }
 
   // Removes the blocks added last until `count` remain: each is last in
@@ -397,6 +439,16 @@ class LiveIndex {
         words_[t >> 6] &= ~(uint64_t{1} << (t & 63));
         if (words_[t >> 6] == 0) summary_[t >> 12] &= ~(uint64_t{1} << ((t >> 6) & 63));
       }
+      if (!dense_) continue;
+      Count(started_, first_[block], -1);
+      Count(ended_, last_[block], -1);
+      for (size_t k = undo_.size(); k > undo_marks_.back(); k--) {
+        const Undo& u = undo_[k - 1];
+        whole_[u.node] = u.whole;
+        within_[u.node] = u.within;
+      }
+      undo_.resize(undo_marks_.back());
+      undo_marks_.pop_back();
     }
   }
 
@@ -412,6 +464,26 @@ class LiveIndex {
   }
 
  private:
+  void Whole(size_t node, uint64_t end) {
+    undo_.push_back({node, whole_[node], within_[node]});
+    whole_[node] = std::max(whole_[node], end);
+    within_[node] = std::max(within_[node], end);
+  }
+  void Within(size_t node, uint64_t end) {
+    if (within_[node] >= end) return;
+    undo_.push_back({node, whole_[node], within_[node]});
+    within_[node] = end;
+  }
+  // Fenwick trees over the distinct instructions: blocks started at or before, ended at or before.
+  static void Count(std::vector<int64_t>& tree, size_t t, int64_t delta) {
+    for (size_t i = t + 1; i < tree.size(); i += i & (~i + 1)) tree[i] += delta;
+  }
+  static int64_t Sum(const std::vector<int64_t>& tree, size_t t) {
+    int64_t s = 0;
+    for (size_t i = t + 1; i > 0; i -= i & (~i + 1)) s += tree[i];
+    return s;
+  }
+
   // The first instruction index >= t where an added block starts, or SIZE_MAX.
   size_t NextStart(size_t t) const {
     if (t >= leaves_) return SIZE_MAX;
@@ -429,18 +501,46 @@ class LiveIndex {
     return (w << 6) | static_cast<size_t>(__builtin_ctzll(words_[w]));
   }
 
+  bool dense_;
   size_t leaves_ = 1;
   std::vector<uint32_t> first_, last_;  // per block, as indices into the distinct instructions
   std::vector<std::vector<uint32_t>> cover_;
   std::vector<std::vector<uint32_t>> starts_;
   std::vector<uint64_t> words_, summary_;
   std::vector<uint32_t> added_;
+  std::vector<int64_t> started_, ended_;
+  std::vector<uint64_t> whole_;   // per node: the highest end among blocks covering all of its range
+  std::vector<uint64_t> within_;  // per node: the highest end among blocks alive anywhere in its range
+  struct Undo {
+    size_t node;
+    uint64_t whole, within;
+  };
+  std::vector<Undo> undo_;
+  std::vector<size_t> undo_marks_;  // undo_.size() before each block was added
 };
 
 enum class GapChoice {
   kSmallest,  // the smallest gap that fits (SimpleMemoryArena::Allocate)
   kLowest,    // the lowest gap that fits
 };
+
+// Pairs of blocks alive at the same instruction.
+uint64_t PairsAlive(const std::vector<PlanBlock>& blocks) {
+  std::vector<uint32_t> firsts, lasts;
+  for (const PlanBlock& b : blocks) {
+    firsts.push_back(b.first);
+    lasts.push_back(b.last);
+  }
+  std::sort(firsts.begin(), firsts.end());
+  std::sort(lasts.begin(), lasts.end());
+  uint64_t twice = 0;  // each pair counted from both ends
+  for (const PlanBlock& b : blocks) {
+    const auto started = std::upper_bound(firsts.begin(), firsts.end(), b.last) - firsts.begin();
+    const auto ended = std::lower_bound(lasts.begin(), lasts.end(), b.first) - lasts.begin();
+    twice += static_cast<uint64_t>(started - ended - 1);
+  }
+  return twice / 2;
+}
 
 // Best-fit placement of the movable blocks in a given order, each in a gap
 // among the blocks already placed (fixed ones first) that are alive at the
@@ -449,10 +549,14 @@ enum class GapChoice {
 class OrderPlacer {
  public:
   OrderPlacer(const std::vector<PlanBlock>& blocks, const Prepared& p)
-      : p_(p), live_(blocks), offsets_(blocks.size(), 0) {
+      : p_(p),
+        // Counting costs about as much as looking at the blocks found, so
+        // count only when there are many pairs to look at.
+        live_(blocks, PairsAlive(blocks) > uint64_t{1024} * p.gap_search_limit),
+        offsets_(blocks.size(), 0) {
     for (size_t i : p.fixed) {
       offsets_[i] = *blocks[i].fixed_offset;
-      if (p.aligned[i] > 0) live_.Add(i);
+      if (p.aligned[i] > 0) live_.Add(i, offsets_[i] + p.aligned[i]);
     }
     fixed_entries_ = live_.size();
   }
@@ -472,9 +576,16 @@ class OrderPlacer {
       const uint64_t a = p_.aligned[i];
       offsets_[i] = 0;
       if (a == 0) continue;  // occupies nothing: offset 0
+      work++;
+      if (live_.dense() && live_.CountAlive(i) > p_.gap_search_limit) {
+        // Too many to look for gaps among: above them all, in O(log n).
+        offsets_[i] = AlignUp(live_.MaxEndAlive(i), p_.alignment);
+        live_.Add(i, CheckedAdd(offsets_[i], a));
+        continue;
+      }
       near_.clear();
       live_.ForEachAlive(i, [&](uint32_t j) { near_.emplace_back(offsets_[j], offsets_[j] + p_.aligned[j]); });
-      work += near_.size() + 1;
+      work += near_.size();
       std::sort(near_.begin(), near_.end());
       uint64_t cur = 0, best = kNone, best_gap = kNone;
       for (const auto& [lo, hi] : near_) {
@@ -490,9 +601,8 @@ class OrderPlacer {
         cur = std::max(cur, hi);
       }
       if (best == kNone) best = AlignUp(cur, p_.alignment);
-      CheckedAdd(best, a);
       offsets_[i] = best;
-      live_.Add(i);
+      live_.Add(i, CheckedAdd(best, a));
     }
     entries_[order.size()] = live_.size();
     placed_ = order.size();
@@ -729,7 +839,8 @@ std::vector<uint64_t> ImproveByGroups(const std::vector<PlanBlock>& blocks, cons
       start.offsets.push_back(offsets[i]);
       sub.push_back(blocks[i]);
     }
-    const Prepared sub_p = Prepare(sub, p.alignment);
+    Prepared sub_p = Prepare(sub, p.alignment);
+    sub_p.gap_search_limit = p.gap_search_limit;
     start.size = PlacementSize(sub_p, start.offsets);
     start.choice = fit.choice;
     const std::vector<uint64_t> found = LocalSearch(sub, sub_p, target, budget, start);
@@ -931,7 +1042,8 @@ PlanPlacement PlanMemory(const std::vector<PlanBlock>& blocks, uint64_t alignmen
 
 PlanPlacement PlanMemory(const std::vector<PlanBlock>& blocks, uint64_t alignment, PlanAlgorithm algorithm,
                          const PlanOptions& options) {
-  const Prepared p = Prepare(blocks, alignment);
+  Prepared p = Prepare(blocks, alignment);
+  p.gap_search_limit = options.gap_search_limit;
   const uint64_t lower = PlanLowerBound(blocks, alignment);
   std::vector<uint64_t> offsets;
   bool proven = false;

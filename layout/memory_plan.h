@@ -73,6 +73,12 @@ struct PlanOptions {
   // default). It also stops at the lower bound and after 20,000 moves in a
   // row that found nothing smaller. 0: no local search.
   uint64_t improve_budget = 20000000;
+  // kBestFit (and kExact, kBest): a block alive with more than this many
+  // blocks already placed goes above them all rather than into a gap among
+  // them, so that best-fit stays O(n log n) when very many blocks are alive
+  // together (checked only when more than 1,024 x this many pairs of blocks
+  // are alive at the same time).
+  size_t gap_search_limit = 4096;
   // kExact (and kBest): time-connected groups of at most this many blocks
   // are searched exhaustively; larger ones keep the heuristic placement.
   size_t exact_max_blocks = 64;
