@@ -864,7 +864,8 @@ std::vector<uint64_t> ImproveByGroups(const std::vector<PlanBlock>& blocks, cons
 // So it is enough to search orders whose first-fit offsets never decrease
 // (ties by block index), and an unplaced block can only land at or above
 // max(its first-fit offset now, the last offset placed): that bounds the
-// search. Identical blocks are placed in index order.
+// search, as does the most the unplaced blocks need above that offset at one
+// instruction. Identical blocks are placed in index order.
 
 class ExactSearch {
  public:
@@ -901,7 +902,15 @@ class ExactSearch {
       if (shape(same[k]) == shape(same[k - 1])) twin_[same[k]] = same[k - 1];
     }
     ff_.assign(m_ + 1, std::vector<uint64_t>(m_, 0));
+    candidates_.resize(m_ + 1);
     for (size_t k = 0; k < m_; k++) ff_[0][k] = FirstFit(k);
+    std::vector<std::pair<uint64_t, std::pair<size_t, bool>>> when;  // time * 2 + (start), ends first
+    for (size_t k = 0; k < m_; k++) {
+      when.push_back({uint64_t{blocks[group[k]].first} * 2 + 1, {k, true}});
+      when.push_back({(uint64_t{blocks[group[k]].last} + 1) * 2, {k, false}});
+    }
+    std::sort(when.begin(), when.end());
+    for (const auto& w : when) events_.push_back(w.second);
   }
 
   // Searches; true when it finished (best() is then optimal, or at most stop_at).
@@ -944,13 +953,28 @@ class ExactSearch {
     }
     const std::vector<uint64_t>& ff = ff_[depth];
     uint64_t bound = top;
-    std::vector<size_t> candidates;
+    std::vector<size_t>& candidates = candidates_[depth];
+    candidates.clear();
     for (size_t k = 0; k < m_; k++) {
       if (placed_[k]) continue;
       bound = std::max(bound, std::max(ff[k], last_off) + a_[k]);
       if (twin_[k] != SIZE_MAX && !placed_[twin_[k]]) continue;
       if (ff[k] > last_off || (ff[k] == last_off && (last_k == SIZE_MAX || k > last_k))) candidates.push_back(k);
     }
+    if (bound >= best_) return;
+    // The unplaced blocks all go at or above last_off, and those alive at
+    // one instruction one above the other.
+    uint64_t live = 0, most = 0;
+    for (const auto& [k, start] : events_) {
+      if (placed_[k]) continue;
+      if (start) {
+        live += a_[k];
+        most = std::max(most, live);
+      } else {
+        live -= a_[k];
+      }
+    }
+    bound = std::max(bound, last_off + most);
     if (bound >= best_) return;
     std::sort(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
       return ff[x] != ff[y] ? ff[x] < ff[y] : a_[x] != a_[y] ? a_[x] > a_[y] : x < y;
@@ -985,8 +1009,10 @@ class ExactSearch {
   std::vector<size_t> twin_;
   std::vector<uint64_t> off_;
   std::vector<char> placed_;
-  std::vector<std::vector<uint64_t>> ff_;  // first-fit offset of every block, per depth
+  std::vector<std::vector<uint64_t>> ff_;        // first-fit offset of every block, per depth
+  std::vector<std::vector<size_t>> candidates_;  // per depth
   std::vector<std::pair<uint64_t, uint64_t>> scratch_;
+  std::vector<std::pair<size_t, bool>> events_;  // (block, starts) in time order, ends first
   uint64_t best_;
   std::vector<uint64_t> best_off_;
   bool stopped_ = false, exhausted_ = false;
