@@ -1070,7 +1070,13 @@ PlanPlacement PlanMemory(const std::vector<PlanBlock>& blocks, uint64_t alignmen
                          const PlanOptions& options) {
   Prepared p = Prepare(blocks, alignment);
   p.gap_search_limit = options.gap_search_limit;
-  const uint64_t lower = PlanLowerBound(blocks, alignment);
+  // PlanLowerBound counts aligned sizes, which bounds every placement only
+  // when the fixed blocks sit at multiples of the alignment: a fixed 16-byte
+  // block at 128 and a fixed 32-byte one at 144, with alignment 32, share no
+  // byte but would count 64. Off the alignment, nothing is taken as a bound.
+  bool fixed_aligned = true;
+  for (size_t i : p.fixed) fixed_aligned = fixed_aligned && *blocks[i].fixed_offset % alignment == 0;
+  const uint64_t lower = fixed_aligned ? PlanLowerBound(blocks, alignment) : 0;
   std::vector<uint64_t> offsets;
   bool proven = false;
   // Smaller of two placements (the first on ties).

@@ -36,8 +36,9 @@ struct PlanBlock {
 struct PlanPlacement {
   std::vector<uint64_t> offsets;
   uint64_t size = 0;  // max over blocks of offset + AlignUp(size, alignment); 0 with no blocks
-  // No placement of these blocks can be smaller: `size` equals PlanLowerBound,
-  // or the exact search finished within its budget.
+  // No placement of these blocks can be smaller: `size` equals PlanLowerBound
+  // (with every fixed offset a multiple of the alignment), or the exact
+  // search finished within its budget.
   bool optimal = false;
 };
 

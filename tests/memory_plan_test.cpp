@@ -144,6 +144,11 @@ void ExpectValid(const std::vector<PlanBlock>& blocks, uint64_t alignment, const
     }
   }
   EXPECT_EQ(p.size, size) << what;
+  // The lower bound counts aligned sizes: a bound only with the fixed blocks aligned.
+  bool fixed_aligned = true;
+  for (const PlanBlock& b : blocks)
+    fixed_aligned = fixed_aligned && (!b.fixed_offset || *b.fixed_offset % alignment == 0);
+  if (!fixed_aligned) return;
   EXPECT_GE(p.size, PlanLowerBound(blocks, alignment)) << what;
   if (p.size == PlanLowerBound(blocks, alignment)) {
     EXPECT_TRUE(p.optimal) << what;
@@ -392,6 +397,27 @@ TEST(MemoryPlan, FixedBlocksThatShareBytesWhileAliveAreRefused) {
   }
 }
 
+// Fixed offsets off the alignment (found in a property run): alignment 32, a
+// fixed 32-byte block at 144 [1, 10] and a fixed 16-byte one at 128 [8, 8]
+// share no byte, yet PlanLowerBound counts them as 32 + 32. With 48-byte
+// blocks 0 [2, 5], 2 [8, 9] and 5 [8, 9] and a 64-byte one 4 [2, 3], the
+// bound says 192 at instruction 8 (32 + 64 + 32 + 64) while 2, 5, 3 and 1 at
+// 0, 64, 128 and 144 need 176. Every algorithm keeps the fixed blocks, places
+// the others without overlap and claims no optimum from that bound; best-fit
+// (4 at 0, 0 at 64, 2 at 0, 5 at 64) finds the 176.
+TEST(MemoryPlan, FixedOffsetsOffTheAlignmentAreKept) {
+  const std::vector<PlanBlock> blocks = {B(48, 2, 5),          Fixed(32, 1, 10, 144), B(48, 8, 9),
+                                         Fixed(16, 8, 8, 128), B(64, 2, 3),           B(48, 8, 9)};
+  EXPECT_EQ(PlanLowerBound(blocks, 32), 192u);
+  for (PlanAlgorithm a : kAll) {
+    const PlanPlacement p = PlanMemory(blocks, 32, a, NoLocalSearch());
+    ExpectValid(blocks, 32, p, PlanAlgorithmName(a));
+  }
+  const PlanPlacement b = PlanMemory(blocks, 32, PlanAlgorithm::kBestFit, NoLocalSearch());
+  EXPECT_EQ(b.size, 176u);
+  EXPECT_FALSE(b.optimal);
+}
+
 TEST(MemoryPlan, BadInputIsAnError) {
   auto code = [](const std::vector<PlanBlock>& blocks, uint64_t alignment) -> std::string {
     try {
@@ -421,8 +447,8 @@ TEST(MemoryPlan, NothingToPlace) {
 }
 
 // Random instances: small and large sizes, ties, long and short lives, some
-// fixed blocks (kept apart from each other).
-std::vector<PlanBlock> RandomInstance(std::mt19937_64& rng, size_t max_blocks, uint32_t span) {
+// fixed blocks (kept apart from each other, at multiples of `alignment` and 16).
+std::vector<PlanBlock> RandomInstance(std::mt19937_64& rng, size_t max_blocks, uint32_t span, uint64_t alignment) {
   const size_t n = 1 + rng() % max_blocks;
   std::vector<PlanBlock> blocks;
   std::vector<PlanBlock> fixed;
@@ -441,7 +467,7 @@ std::vector<PlanBlock> RandomInstance(std::mt19937_64& rng, size_t max_blocks, u
     const uint32_t last = rng() % 8 == 0 ? span : first + static_cast<uint32_t>(rng() % 4);
     PlanBlock b = B(size, first, last);
     if (rng() % 10 == 0) {
-      const uint64_t offset = 16 * (rng() % 16);
+      const uint64_t offset = std::max<uint64_t>(16, alignment) * (rng() % 16);
       fixed.push_back(b);
       fixed_offsets.push_back(offset);
       if (FindPlanOverlaps(fixed, fixed_offsets, 1).empty()) {
@@ -467,8 +493,8 @@ TEST(MemoryPlan, EveryAlgorithmGivesValidPlacementsOnRandomInstances) {
   size_t best_below_greedy = 0, best_at_lower = 0, proven = 0;
   for (int round = 0; round < rounds; round++) {
     const bool small = round < small_rounds;
-    const std::vector<PlanBlock> blocks = RandomInstance(rng, small ? 12 : 60, small ? 10 : 40);
     const uint64_t alignment = uint64_t{1} << (rng() % 7);
+    const std::vector<PlanBlock> blocks = RandomInstance(rng, small ? 12 : 60, small ? 10 : 40, alignment);
     PlanOptions options;
     if (!full) {
       options.improve_budget = 2000;
@@ -590,7 +616,7 @@ TEST(MemoryPlan, GreedyEqualsExecutorchsOwnGreedy) {
   nlohmann::json batch = nlohmann::json::array();
   const uint64_t alignments[] = {16, 32, 64, 4096, 1, 4, 8};
   for (int round = 0; round < 600; round++) {
-    std::vector<PlanBlock> blocks = RandomInstance(rng, round < 500 ? 16 : 120, round < 500 ? 12 : 60);
+    std::vector<PlanBlock> blocks = RandomInstance(rng, round < 500 ? 16 : 120, round < 500 ? 12 : 60, 16);
     for (PlanBlock& b : blocks) b.fixed_offset.reset();
     const uint64_t alignment = alignments[round % 7];
     for (bool reversed : {false, true}) {
