@@ -44,7 +44,7 @@ struct PlanPlacement {
 
 enum class PlanAlgorithm {
   kExecutorchGreedy,  // exir/memory_planning.py `greedy`: largest first into shared objects
-  kBestFit,           // largest first, each at the lowest offset that fits among live blocks
+  kBestFit,           // largest first, each in the smallest gap that fits among live blocks
   kExact,             // exhaustive search, for small buffers only (falls back to best-fit)
   kBest,              // the smallest of the above
 };
@@ -125,7 +125,8 @@ PlanPlacement PlanMemory(const std::vector<PlanBlock>& blocks, uint64_t alignmen
                          const PlanOptions& options);
 
 // No placement can be smaller: the largest sum of aligned sizes alive at one
-// instruction (fixed blocks count like the others).
+// instruction (fixed blocks count like the others; a bound only when their
+// offsets are multiples of the alignment). Saturates at 2^64 - 1.
 uint64_t PlanLowerBound(const std::vector<PlanBlock>& blocks, uint64_t alignment);
 
 // Two blocks that share bytes while both are alive.
