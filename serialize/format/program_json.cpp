@@ -22,6 +22,13 @@ namespace ptepack {
 std::unique_ptr<flatbuffers::Parser> ProgramJsonParser() {
   flatbuffers::IDLOptions opts;
   opts.strict_json = true;
+  // A string that is not UTF-8 (ExecuTorch's runtime reads container_meta_type
+  // and names as bytes; `verify` accepts them) prints its other bytes as \xNN
+  // escapes and reads back from them, byte for byte; valid UTF-8 prints as
+  // before. Without it such a program could not be printed at all (`extract`
+  // failed with internal-json on testdata/regressions/
+  // pte-zero-size-constant-in-padding.pte).
+  opts.allow_non_utf8 = true;
   auto p = std::make_unique<flatbuffers::Parser>(opts);
   if (!p->Deserialize(schema::k_program_bfbs, schema::k_program_bfbs_size)) {
     throw Error("internal-schema", "cannot load the embedded program schema");
