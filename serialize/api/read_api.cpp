@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "config/backend_config.h"
+#include "serialize/bpte/bpte.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/package.h"
 #include "serialize/read/describe.h"
@@ -211,7 +212,36 @@ nlohmann::json VerdictJson(const std::string& file, const Verdict& v, bool stric
                         {"findings", FindingsJson(reports)}};
 }
 
+bool BpteVerdictOk(const bpte::BpteFile& f, bool strict) {
+  const size_t warnings = f.report().findings().size() - f.report().error_count();
+  return f.ok() && !(strict && warnings > 0);
+}
+
+nlohmann::json BpteVerdictJson(const bpte::BpteFile& f, const std::string& file, bool strict) {
+  return nlohmann::json{{"file", file},
+                        {"format", "bpte"},
+                        {"valid", BpteVerdictOk(f, strict)},
+                        {"strict", strict},
+                        {"not_checked", nlohmann::json::array()},
+                        {"findings", FindingsJson({&f.report()})}};
+}
+
+// A BundledProgram is recognised by its identifier, as the CLI does (a
+// .bpte has no .ptd files).
+namespace {
+bool IsBpte(const std::string& path, const VerifyOptions& options) {
+  return options.ptd.empty() && bpte::IsBpteFile(path);
+}
+}  // namespace
+
 VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
+  if (IsBpte(path, options)) {
+    auto f = bpte::BpteFile::Open(path);
+    VerifyResult r;
+    r.valid = BpteVerdictOk(*f, options.strict);
+    r.findings = f->report().findings();
+    return r;
+  }
   LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
   Verdict v = Judge(l, options.strict);
   VerifyResult r;
@@ -224,6 +254,10 @@ VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
 }
 
 std::string VerifyJson(const std::string& path, const VerifyOptions& options, int indent) {
+  if (IsBpte(path, options)) {
+    return BpteVerdictJson(*bpte::BpteFile::Open(path), path, options.strict)
+        .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
   Verdict v = Judge(l, options.strict);
   return VerdictJson(path, v, options.strict, l.reports())
@@ -231,6 +265,10 @@ std::string VerifyJson(const std::string& path, const VerifyOptions& options, in
 }
 
 std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+  if (IsBpte(path, options)) {
+    return bpte::DescribeBpte(*bpte::BpteFile::Open(path))
+        .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   ReadOptions ro = ReadOptionsFor(options);
   ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
   return InspectDocument(LoadFiles(path, options.ptd, ro))

@@ -4,20 +4,27 @@
 // Any input may be rejected by the reader. An input it accepts must survive
 // everything the CLI does with a valid file (describe, restore to package
 // form, infer the config, lay out and render), and the rendered file must be
-// accepted again (for .ptd files: with the same keys and bytes). Each
+// accepted again (for .ptd files: with the same keys and bytes); a program
+// that can be rewritten must also extract, and what extract writes must
+// pack back to the very bytes of the rewrite. Each
 // function returns "" when that holds, otherwise what went wrong; crashes,
 // leaks and undefined behaviour are left to the sanitizers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "config/backend_config.h"
 #include "ptepack/error.h"
+#include "serialize/api/extract.h"
 #include "serialize/insight/byte_map.h"
 #include "serialize/insight/size.h"
 #include "serialize/model/package.h"
+#include "serialize/model/spec.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -58,6 +65,50 @@ inline std::string CheckSizeBreakdown(const FileSize& f) {
   return "";
 }
 
+// Where two renderings first differ, for messages.
+inline std::string FirstDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return "sizes " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ", first difference at offset " +
+         std::to_string(i);
+}
+
+// extract -> pack: the files `extract` writes for an accepted program (in
+// memory here), packed again with its config.json, give exactly the bytes a
+// repack with the inferred config gives (`repacked`) -- the input itself
+// wherever the inferred config reproduces it. Returns "" when that holds.
+inline std::string CheckExtractPack(const uint8_t* data, size_t size, const std::vector<uint8_t>& repacked) {
+  ValidInput in;
+  in.pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
+  in.paths = {"fuzz.pte"};
+  Extraction x;
+  try {
+    x = ExtractProgram(in);
+  } catch (const Error& e) {
+    return std::string("extract failed on a program repack rewrites: ") + e.what();
+  }
+  std::map<std::string, Bytes> files;
+  for (const auto& f : x.files) files[f.name] = f.data;
+  auto text = [&](const std::string& name) {
+    const Bytes& b = files[name];
+    return std::string(reinterpret_cast<const char*>(b.data), b.size);
+  };
+  std::vector<uint8_t> packed;
+  try {
+    Package pkg =
+        PackageFromSpecJson(text("spec.json"), "", "spec.json", [&](const std::string& name) -> std::optional<Bytes> {
+          auto it = files.find(name);
+          if (it == files.end()) return std::nullopt;
+          return it->second;
+        });
+    packed = RenderPte(LayoutPte(pkg, BackendConfig::FromJsonString(text("config.json"))));
+  } catch (const Error& e) {
+    return std::string("pack of what extract wrote failed: ") + e.what();
+  }
+  if (packed != repacked) return "extract -> pack differs from repack: " + FirstDiff(packed, repacked);
+  return "";
+}
+
 // `accepted` (optional) tells whether the reader accepted the input.
 inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
   auto pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
@@ -91,7 +142,7 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
   }
   auto again = PteFile::FromBytes(Bytes::View(out.data(), out.size()), "rendered.pte");
   if (!again->ok()) return "rendered program does not verify:" + FindingsText(again->report());
-  return "";
+  return CheckExtractPack(data, size, out);
 }
 
 inline std::string CheckPtdBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
