@@ -9,9 +9,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace clobber {
@@ -174,8 +177,77 @@ struct RunState {
   size_t calls = 0;
   json* trace = nullptr;
   std::string error;  // the first time the harness lost track of the run
+  // Planned tensors whose value this run has given bytes: a method input, initial state, state
+  // in a shared buffer, an output of an earlier call (a stub's, a prim op's tensor arguments, a
+  // MoveCall's target). A planned tensor read before that is a scratch buffer whose bytes are
+  // whatever was there: the stubs do not read them (else a plan that moves a dead tensor's
+  // leftovers would change the run).
+  std::vector<uint8_t> written;
+  // Planned tensors at the same place with the same size: a static view and its base (the
+  // emitter's _emit_view gives the view its base's allocation_info): one written, both are.
+  std::vector<std::vector<int32_t>> aliases;
+  bool stub_ran = false;  // a stub ran in this step (else a KernelCall ran a prim op)
 };
 RunState g_run;
+
+const executorch_flatbuffer::Tensor* PlannedTensor(int32_t v) {
+  const auto* values = g_run.plan->values();
+  if (values == nullptr || v < 0 || static_cast<uint32_t>(v) >= values->size()) return nullptr;
+  const auto* t = values->Get(static_cast<flatbuffers::uoffset_t>(v))->val_as_Tensor();
+  return t != nullptr && t->allocation_info() != nullptr ? t : nullptr;
+}
+
+// Whether a value's bytes hold something this run wrote (everything but planned tensors does).
+bool Defined(int32_t v) {
+  if (PlannedTensor(v) == nullptr || static_cast<size_t>(v) >= g_run.written.size()) return true;
+  if (g_run.written[static_cast<size_t>(v)]) return true;
+  for (int32_t a : g_run.aliases[static_cast<size_t>(v)]) {
+    if (g_run.written[static_cast<size_t>(a)]) return true;
+  }
+  return false;
+}
+
+void MarkWritten(int32_t v) {
+  if (v >= 0 && static_cast<size_t>(v) < g_run.written.size()) g_run.written[static_cast<size_t>(v)] = 1;
+}
+
+// The items of a TensorList value (empty for anything else).
+std::vector<int32_t> ListItems(int32_t v) {
+  std::vector<int32_t> out;
+  const auto* values = g_run.plan->values();
+  if (values == nullptr || v < 0 || static_cast<uint32_t>(v) >= values->size()) return out;
+  const auto* list = values->Get(static_cast<flatbuffers::uoffset_t>(v))->val_as_TensorList();
+  if (list != nullptr && list->items() != nullptr) out.assign(list->items()->begin(), list->items()->end());
+  return out;
+}
+
+// A read argument's hash: HashValue, except that a planned tensor (or list item) this run has
+// not written hashes as "unwritten" with its dtype and shape, not its bytes.
+uint64_t HashArg(const EValue& v, int32_t value, bool* unwritten) {
+  if (v.isTensor() && !Defined(value)) {
+    *unwritten = true;
+    Hasher h;
+    h.Pod<uint32_t>(static_cast<uint32_t>(v.tag));
+    const Tensor t = v.toTensor();
+    h.Pod<int8_t>(static_cast<int8_t>(t.scalar_type()));
+    for (auto s : t.sizes()) h.Pod<int64_t>(s);
+    h.Str("<unwritten>");
+    return h.Digest();
+  }
+  if (v.isTensorList() && g_run.base != nullptr) {
+    const std::vector<int32_t> items = ListItems(value);
+    bool any = false;
+    for (int32_t x : items) any = any || !Defined(x);
+    if (any) {
+      *unwritten = true;
+      Hasher h;
+      h.Pod<uint32_t>(static_cast<uint32_t>(v.tag));
+      for (int32_t x : items) h.Pod<uint64_t>(HashArg(g_run.base[x], x, unwritten));
+      return h.Digest();
+    }
+  }
+  return HashValue(v);
+}
 
 // The current instruction's argument value indices, checked against the EValue pointers the
 // runtime passed (they point into the method's values_), so a trace entry never names the
@@ -245,17 +317,23 @@ void Record(json entry, Span<EValue*> args, const flatbuffers::Vector<int32_t>* 
   json in = json::array();
   for (size_t i = 0; i < args.size(); i++) {
     if (!read[i]) continue;
-    const uint64_t h = HashValue(*args[i]);
+    const int32_t value = idx->Get(static_cast<flatbuffers::uoffset_t>(i));
+    bool unwritten = false;
+    const uint64_t h = HashArg(*args[i], value, &unwritten);
     seed.Pod<uint64_t>(i);
     seed.Pod<uint64_t>(h);
-    in.push_back({{"arg", i}, {"value", idx->Get(static_cast<flatbuffers::uoffset_t>(i))}, {"xxh64", Hex(h)}});
+    json a = {{"arg", i}, {"value", value}, {"xxh64", Hex(h)}};
+    if (unwritten) a["unwritten"] = true;
+    in.push_back(a);
   }
   const uint64_t s = seed.Digest();
   json out = json::array();
   for (size_t k = 0; k < outs.size(); k++) {
     const uint64_t h = Clobber(outs[k], s ^ ((k + 1) * 0x9e3779b97f4a7c15ull));
+    MarkWritten(outs[k].value);
     out.push_back({{"value", outs[k].value}, {"xxh64", Hex(h)}});
   }
+  g_run.stub_ran = true;
   entry["in"] = in;
   entry["out"] = out;
   if (g_run.trace != nullptr) g_run.trace->push_back(entry);
@@ -522,11 +600,65 @@ json SetInputsAndOutputs(Method& method, Storage* storage, Error* status_error) 
   return inputs;
 }
 
-json ExecuteTraced(Method& method, const executorch_flatbuffer::ExecutionPlan* plan, size_t max_steps) {
+// Which planned tensors have bytes before the first instruction, and the alias table.
+void InitWritten(const executorch_flatbuffer::ExecutionPlan* plan, const std::set<uint32_t>& shared_buffers) {
+  const size_t n = plan->values() != nullptr ? plan->values()->size() : 0;
+  g_run.written.assign(n, 0);
+  g_run.aliases.assign(n, {});
+  if (plan->inputs() != nullptr) {
+    for (int32_t v : *plan->inputs()) MarkWritten(v);
+  }
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::vector<int32_t>> places;
+  for (size_t v = 0; v < n; v++) {
+    const auto* t = PlannedTensor(static_cast<int32_t>(v));
+    if (t == nullptr) continue;
+    const auto* a = t->allocation_info();
+    const bool external = t->extra_tensor_info() != nullptr &&
+                          t->extra_tensor_info()->location() == executorch_flatbuffer::TensorDataLocation::EXTERNAL;
+    if (t->data_buffer_idx() != 0 || external || shared_buffers.count(a->memory_id()) != 0) {
+      g_run.written[v] = 1;
+    }
+    uint64_t nbytes = executorch::runtime::elementSize(static_cast<ScalarType>(t->scalar_type()));
+    if (t->sizes() != nullptr) {
+      for (int32_t d : *t->sizes()) nbytes *= static_cast<uint64_t>(d < 0 ? 0 : d);
+    }
+    if (nbytes == 0) continue;
+    const uint64_t offset = a->memory_offset_low() | (uint64_t{a->memory_offset_high()} << 32);
+    places[{a->memory_id(), offset, nbytes}].push_back(static_cast<int32_t>(v));
+  }
+  for (const auto& [place, members] : places) {
+    for (int32_t v : members) {
+      for (int32_t w : members) {
+        if (w != v) g_run.aliases[static_cast<size_t>(v)].push_back(w);
+      }
+    }
+  }
+}
+
+// After an instruction without a stub: a prim op's tensor arguments hold what it wrote (et_view's
+// out, et_copy_index's copy_to); a MoveCall's target is its source's tensor.
+void AfterStep(const executorch_flatbuffer::Instruction* ins) {
+  if (ins == nullptr) return;
+  if (ins->instr_args_type() == executorch_flatbuffer::InstructionArguments::KernelCall && !g_run.stub_ran) {
+    const auto* args = ins->instr_args_as_KernelCall()->args();
+    if (args == nullptr) return;
+    for (int32_t v : *args) {
+      MarkWritten(v);
+      for (int32_t x : ListItems(v)) MarkWritten(x);
+    }
+  } else if (ins->instr_args_type() == executorch_flatbuffer::InstructionArguments::MoveCall) {
+    const auto* mv = ins->instr_args_as_MoveCall();
+    if (Defined(mv->move_from())) MarkWritten(mv->move_to());
+  }
+}
+
+json ExecuteTraced(Method& method, const executorch_flatbuffer::ExecutionPlan* plan, size_t max_steps,
+                   const std::set<uint32_t>& shared_buffers) {
   json trace = json::array();
   g_run = RunState{};
   g_run.plan = plan;
   g_run.trace = &trace;
+  InitWritten(plan, shared_buffers);
   // &values_[0]: the output (or input) EValue minus its value index.
   if (method.outputs_size() > 0 && plan->outputs() != nullptr && plan->outputs()->size() > 0) {
     g_run.base = &method.get_output(0) - plan->outputs()->Get(0);
@@ -546,11 +678,12 @@ json ExecuteTraced(Method& method, const executorch_flatbuffer::ExecutionPlan* p
       break;
     }
     size_t n = 0, next = ip + 1;
+    const executorch_flatbuffer::Instruction* ins = nullptr;
     if (chain < n_chains) {
       const auto* instrs = plan->chains()->Get(static_cast<flatbuffers::uoffset_t>(chain))->instructions();
       n = instrs != nullptr ? instrs->size() : 0;
       if (ip < n) {
-        const auto* ins = instrs->Get(static_cast<flatbuffers::uoffset_t>(ip));
+        ins = instrs->Get(static_cast<flatbuffers::uoffset_t>(ip));
         if (ins->instr_args_type() == executorch_flatbuffer::InstructionArguments::JumpFalseCall) {
           const auto* jf = ins->instr_args_as_JumpFalseCall();
           if (g_run.base == nullptr) {
@@ -564,6 +697,7 @@ json ExecuteTraced(Method& method, const executorch_flatbuffer::ExecutionPlan* p
     }
     g_run.chain = chain;
     g_run.instr = ip;
+    g_run.stub_ran = false;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     Error e = method.step();
@@ -574,6 +708,7 @@ json ExecuteTraced(Method& method, const executorch_flatbuffer::ExecutionPlan* p
       status = e;
       break;
     }
+    AfterStep(ins);
     if (n == 0) {  // an empty chain: step() moved on to the next
       chain++;
       ip = 0;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,9 @@ nlohmann::ordered_json SetInputsAndOutputs(executorch::runtime::Method& method, 
 // Executes `method` one instruction at a time (Method::step), keeping the instruction index so
 // that each trace entry names it. Returns {"status", "steps", "trace": [...], "outputs": [...]}
 // (and "error" when the harness could not follow the run). At most `max_steps` instructions.
+// Planned tensors in `shared_buffers` hold state from other methods (they count as written).
 nlohmann::ordered_json ExecuteTraced(executorch::runtime::Method& method,
-                                     const executorch_flatbuffer::ExecutionPlan* plan, size_t max_steps);
+                                     const executorch_flatbuffer::ExecutionPlan* plan, size_t max_steps,
+                                     const std::set<uint32_t>& shared_buffers);
 
 }  // namespace clobber

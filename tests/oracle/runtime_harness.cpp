@@ -783,7 +783,7 @@ int main(int argc, char** argv) {
       clob["status"] = Status(input_error);
       ok = false;
     } else {
-      clob.update(clobber::ExecuteTraced(*s.method, s.plan, max_steps));
+      clob.update(clobber::ExecuteTraced(*s.method, s.plan, max_steps, shared_ids));
       if (clob["status"]["code"] != 0 || clob.contains("error") || clob.contains("limit")) ok = false;
     }
     methods[session_method[k]]["clobber"] = clob;
