@@ -66,6 +66,67 @@ const void* AllocationOf(const MethodLifetimes& m, uint32_t value) {
 
 std::string Prefix(const MethodLifetimes& m) { return "method " + Quote(m.name) + ": "; }
 
+// The first instructions at which both storages are live for a reason other
+// than one MoveCall/et_view target that may point at either (alternatives:
+// on every path it points at one of them), or nullopt.
+std::optional<LiveRun> Conflict(const PlanStorage& a, const PlanStorage& b) {
+  struct Reason {
+    LiveRun run;
+    int side;        // 0: a, 1: b
+    int64_t target;  // -1: direct
+  };
+  std::vector<Reason> rs;
+  std::vector<uint64_t> cuts;
+  auto add = [&](const PlanStorage& s, int side) {
+    for (const LiveRun& r : s.direct) rs.push_back({r, side, -1});
+    for (const auto& [t, runs] : s.through) {
+      for (const LiveRun& r : runs) rs.push_back({r, side, t});
+    }
+  };
+  add(a, 0);
+  add(b, 1);
+  for (const Reason& r : rs) {
+    cuts.push_back(r.run.first);
+    cuts.push_back(uint64_t{r.run.last} + 1);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::optional<LiveRun> found;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    const uint64_t lo = cuts[k], hi = cuts[k + 1] - 1;  // an elementary piece: the same reasons throughout
+    bool live[2] = {false, false};
+    bool direct[2] = {false, false};
+    std::set<int64_t> targets[2];
+    for (const Reason& r : rs) {
+      if (r.run.first > lo || r.run.last < lo) continue;
+      live[r.side] = true;
+      if (r.target < 0) {
+        direct[r.side] = true;
+      } else {
+        targets[r.side].insert(r.target);
+      }
+    }
+    const bool alternatives = !direct[0] && !direct[1] && targets[0].size() == 1 && targets[0] == targets[1];
+    const bool conflict = live[0] && live[1] && !alternatives;
+    if (conflict && !found) {
+      found = LiveRun{static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)};
+    } else if (conflict && found && found->last + 1 == lo) {
+      found->last = static_cast<uint32_t>(hi);
+    } else if (found) {
+      break;
+    }
+  }
+  return found;
+}
+
+// The run of `s` that holds instruction i.
+LiveRun RunAt(const PlanStorage& s, uint32_t i) {
+  for (const LiveRun& r : s.live) {
+    if (r.first <= i && i <= r.last) return r;
+  }
+  return {i, i};
+}
+
 // Two storages of one method that share bytes while both are live.
 void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes& m) {
   std::map<uint32_t, std::vector<uint32_t>> by_buffer;
@@ -77,7 +138,7 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
     // One block per live run.
     std::vector<PlanBlock> blocks;
     std::vector<uint64_t> offsets;
-    std::vector<std::pair<uint32_t, size_t>> owner;  // (storage, run)
+    std::vector<uint32_t> owner;  // the storage of each block
     for (uint32_t s : storages) {
       const PlanStorage& st = m.storages[s];
       for (size_t r = 0; r < st.live.size(); ++r) {
@@ -87,31 +148,29 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
         b.last = st.live[r].last;
         blocks.push_back(b);
         offsets.push_back(st.offset);
-        owner.emplace_back(s, r);
+        owner.push_back(s);
       }
     }
     const auto pairs = FindPlanOverlaps(blocks, offsets, 1000);
     std::set<std::pair<uint32_t, uint32_t>> seen;
     size_t more = 0;
     for (const PlanOverlap& o : pairs) {
-      auto [sa, ra] = owner[o.a];
-      auto [sb, rb] = owner[o.b];
+      uint32_t sa = owner[o.a], sb = owner[o.b];
       if (sa == sb) continue;
-      if (sa > sb) {
-        std::swap(sa, sb);
-        std::swap(ra, rb);
-      }
+      if (sa > sb) std::swap(sa, sb);
       if (!seen.insert({sa, sb}).second) continue;
+      const PlanStorage& a = m.storages[sa];
+      const PlanStorage& b = m.storages[sb];
+      const std::optional<LiveRun> c = Conflict(a, b);
+      if (!c) continue;
       if (reported >= kMaxOverlapsPerMethod) {
         ++more;
         continue;
       }
       ++reported;
-      const PlanStorage& a = m.storages[sa];
-      const PlanStorage& b = m.storages[sb];
-      const LiveRun& x = a.live[ra];
-      const LiveRun& y = b.live[rb];
-      const LiveRun both{std::max(x.first, y.first), std::min(x.last, y.last)};
+      const LiveRun x = RunAt(a, c->first);
+      const LiveRun y = RunAt(b, c->first);
+      const LiveRun both = *c;
       const uint64_t lo = std::max(a.offset, b.offset);
       const uint64_t hi = std::min(a.offset + a.nbytes, b.offset + b.nbytes);
       // Locate at the one that comes alive later (the one placed onto bytes in use).

@@ -141,6 +141,20 @@ class BitMatrix {
 inline bool GetBit(const uint64_t* w, size_t i) { return (w[i >> 6] >> (i & 63)) & 1; }
 inline void SetBit(uint64_t* w, size_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
 
+// Sorted, merged runs (adjacent runs join).
+std::vector<LiveRun> Coalesce(std::vector<LiveRun> r) {
+  std::sort(r.begin(), r.end(), [](const LiveRun& a, const LiveRun& b) { return a.first < b.first; });
+  std::vector<LiveRun> out;
+  for (const LiveRun& x : r) {
+    if (!out.empty() && x.first <= out.back().last + 1) {
+      out.back().last = std::max(out.back().last, x.last);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
 // MoveCall/et_view targets: which storages a target may use here, and whether
 // the bytes are written on every path that reaches here pointing there.
 using RefSet = std::vector<std::pair<uint32_t, bool>>;  // sorted by storage
@@ -500,11 +514,12 @@ void MethodDeriver::CheckMoveCycles() {
   if (out_.aliases.size() < 2) return;
   std::unordered_map<uint32_t, std::vector<size_t>> edges;  // from -> alias indices
   for (size_t a = 0; a < out_.aliases.size(); ++a) edges[out_.aliases[a].from].push_back(a);
-  std::unordered_map<uint32_t, uint8_t> color;  // 0 new, 1 on the stack, 2 done
-  for (const auto& start : edges) {
-    if (color[start.first] != 0) continue;
-    std::vector<std::pair<uint32_t, size_t>> stack{{start.first, 0}};
-    color[start.first] = 1;
+  std::unordered_map<uint32_t, uint8_t> color;         // 0 new, 1 on the stack, 2 done
+  for (const PlanAlias& start_alias : out_.aliases) {  // in instruction order: the same answer every time
+    const uint32_t start = start_alias.from;
+    if (color[start] != 0) continue;
+    std::vector<std::pair<uint32_t, size_t>> stack{{start, 0}};
+    color[start] = 1;
     while (!stack.empty()) {
       auto& [v, k] = stack.back();
       auto it = edges.find(v);
@@ -681,9 +696,10 @@ void MethodDeriver::ClassifyLocal() {
 //   a static view of planned memory, only a separate value whose spec shares
 //   its base's mem_id and mem_offset (exir/passes/replace_view_copy_with_view_pass.py
 //   _ViewSpec: a view keeps its base's dtype and number of elements, so its
-//   nbytes). Such a tensor is a view of the value at the same buffer, offset,
-//   size and dtype written most recently before it is first used, and shares
-//   that value's storage;
+//   nbytes). Such a tensor is a view of a value at the same buffer, offset,
+//   size and dtype written before it is first used, and shares that value's
+//   storage: of several, one nothing else reads (its data must flow into the
+//   view), else the one written last (whose bytes the view reads);
 // - a kernel's workspace: an argument the kernel writes before it reads it
 //   (cortex_m's scratch buffers), planned over bytes tensors written earlier
 //   used (exir/memory_planning.py plans it like any other alloc). Its bytes
@@ -730,6 +746,7 @@ void MethodDeriver::ResolveViews(const std::multimap<std::pair<uint32_t, uint64_
     if (v.origin != PlanOrigin::kUnwritten) continue;
     const uint32_t f = first_of(v);
     int64_t best_time = -2;
+    bool best_unread = false;
     uint32_t best = kNone;
     auto it = by_place.find(key(v.memory_id, v.offset));
     if (it == by_place.end()) continue;
@@ -751,12 +768,17 @@ void MethodDeriver::ResolveViews(const std::multimap<std::pair<uint32_t, uint64_
         auto wi = std::lower_bound(w.begin(), w.end(), f);
         if (wi != w.begin()) time = *(wi - 1);
       }
-      if (time > best_time || (time == best_time && time > -2 && b.value < best)) {
+      if (time == -2) continue;
+      // A candidate nothing else reads is the base (its data has to go
+      // somewhere); then the latest written, the bytes the view sees.
+      const bool unread = !read[b.value] && !b.output;
+      if (unread > best_unread || (unread == best_unread && time > best_time)) {
+        best_unread = unread;
         best_time = time;
         best = b.value;
       }
     }
-    if (best != kNone && best_time > -2) {
+    if (best != kNone) {
       v.origin = PlanOrigin::kView;
       v.storage = best;  // a value index until BuildStorages
       viewed[best] = 1;
@@ -975,9 +997,20 @@ bool MethodDeriver::Dataflow() {
   std::vector<uint64_t> must(W), may(W);
   std::vector<RefSet> refs(nt);
 
+  // What the recording pass collects: storage events of plain values (a
+  // value's own storage), and target events (uses of a MoveCall/et_view
+  // target, whose storage depends on the path).
+  struct TargetEvent {
+    uint32_t instr;
+    uint32_t target;
+    uint8_t kind;   // 0 use, 1 kill (a full write through a single storage), 2 write, 3 re-pointed
+    uint32_t keys;  // kind 3: index in `alias_keys` of the storages it may use from here
+  };
   struct Emit {
     bool on = false;
     std::vector<std::tuple<uint32_t, uint32_t, uint8_t>> sev;  // (instr, storage, 0 use / 1 kill / 2 write)
+    std::vector<TargetEvent> tev;
+    std::vector<std::vector<uint32_t>> alias_keys;
   } emit;
   // Storages of each buffer by offset: a read of bytes its own tensor has
   // not written is fine when tensors written earlier on every path cover
@@ -1022,6 +1055,7 @@ bool MethodDeriver::Dataflow() {
   auto use = [&](uint32_t v, uint32_t i, bool check) {
     const int32_t t = target_of_value_[v];
     if (t >= 0) {
+      if (emit.on) emit.tev.push_back({i, static_cast<uint32_t>(t), 0, 0});
       for (const auto& [s, d] : refs[static_cast<size_t>(t)]) {
         if (s == fresh_) {
           if (!fresh_used) fresh_value = v;
@@ -1029,7 +1063,6 @@ bool MethodDeriver::Dataflow() {
           continue;
         }
         if (s == unplanned_) continue;
-        if (emit.on) emit.sev.emplace_back(i, s, 0);
         if (check && !d && emit.on && rbw[v] == kNone && !covered(s, must.data())) {
           rbw[v] = i;
           rbw_storage[v] = s;
@@ -1049,6 +1082,8 @@ bool MethodDeriver::Dataflow() {
     const int32_t t = target_of_value_[v];
     if (t >= 0) {
       RefSet& r = refs[static_cast<size_t>(t)];
+      if (emit.on)
+        emit.tev.push_back({i, static_cast<uint32_t>(t), static_cast<uint8_t>(kill && r.size() == 1 ? 1 : 2), 0});
       for (auto& [s, d] : r) {
         if (s == fresh_) {
           if (!fresh_used) fresh_value = v;
@@ -1059,7 +1094,6 @@ bool MethodDeriver::Dataflow() {
         if (s == unplanned_) continue;
         SetBit(may.data(), s);
         if (r.size() == 1) SetBit(must.data(), s);
-        if (emit.on) emit.sev.emplace_back(i, s, kill && r.size() == 1 ? 1 : 2);
       }
       return;
     }
@@ -1134,13 +1168,20 @@ bool MethodDeriver::Dataflow() {
             if (resolved[k] == Resolved::kOutput && emit.on) out_.delegate_outputs.emplace_back(i, ev.value);
             break;
           case Role::kAlias: {
-            RefSet& r = refs[static_cast<size_t>(target_of_value_[ev.value])];
+            const auto to = static_cast<uint32_t>(target_of_value_[ev.value]);
+            RefSet& r = refs[to];
             const int32_t ft = target_of_value_[ev.aux];
             if (ft >= 0) {
               r = refs[static_cast<size_t>(ft)];
             } else {
               const uint32_t s = storage_of(ev.aux);
               r.assign(1, {s, s == unplanned_ || GetBit(must.data(), s)});
+            }
+            if (emit.on) {
+              std::vector<uint32_t> keys;
+              for (const auto& sd : r) keys.push_back(sd.first);
+              emit.tev.push_back({i, to, 3, static_cast<uint32_t>(emit.alias_keys.size())});
+              emit.alias_keys.push_back(std::move(keys));
             }
             break;
           }
@@ -1279,9 +1320,11 @@ bool MethodDeriver::Dataflow() {
   }
   // The caller reads the outputs when the method returns.
   std::vector<uint32_t> exit_use;
+  std::vector<uint32_t> exit_targets;
   auto exit_read = [&](uint32_t v) {
     const int32_t t = target_of_value_[v];
     if (t >= 0) {
+      exit_targets.push_back(static_cast<uint32_t>(t));
       for (const auto& [s, d] : exit_refs[static_cast<size_t>(t)]) {
         if (s == fresh_) {
           NotChecked("output " + Idx(v) + " is returned on a path where no MoveCall or et_view re-points it");
@@ -1327,20 +1370,6 @@ bool MethodDeriver::Dataflow() {
     if (reads && (t.readers.empty() || t.readers.back() != ev.instr)) t.readers.push_back(ev.instr);
     if (writes && (t.writers.empty() || t.writers.back() != ev.instr)) t.writers.push_back(ev.instr);
   }
-  for (uint32_t t = 0; t < nt; ++t) {
-    std::vector<uint32_t> seen;
-    for (size_t b = 0; b < nb; ++b) {
-      if (!visited[b]) continue;
-      for (const auto& sd : refs_in[b][t]) seen.push_back(sd.first);
-    }
-    for (const auto& sd : exit_refs[t]) seen.push_back(sd.first);
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (uint32_t s : seen) {
-      if (s < unplanned_) out_.storages[s].pointed_by.push_back(targets_[t]);
-    }
-  }
-
   // Backward liveness over blocks.
   const size_t nsp = ns - 1;  // planned storages
   BitMatrix ue(nb, nsp), kill(nb, nsp), evin(nb, nsp), live_in(nb, nsp), live_out(nb, nsp);
@@ -1454,7 +1483,8 @@ bool MethodDeriver::Dataflow() {
     }
   }
   // The rules that hold whatever the dataflow says: state lives from the
-  // first to the last instruction; an input from the first instruction.
+  // first to the last instruction; an input from the first instruction up
+  // to its first use.
   std::vector<uint8_t> input_storage(nsp, 0);
   for (const PlannedTensor& t : out_.tensors) {
     if (t.origin == PlanOrigin::kInput) input_storage[t.storage] = 1;
@@ -1467,24 +1497,148 @@ bool MethodDeriver::Dataflow() {
     } else if (n_ > 0 && input_storage[s]) {
       r.push_back({0, 0});
     }
-    std::sort(r.begin(), r.end(), [](const LiveRun& a, const LiveRun& c) { return a.first < c.first; });
-    for (const LiveRun& x : r) {
-      if (!st.live.empty() && x.first <= st.live.back().last + 1) {
-        st.live.back().last = std::max(st.live.back().last, x.last);
+    st.direct = Coalesce(std::move(r));
+    if (input_storage[s] && st.direct.size() > 1 && st.direct[0].first == 0) {
+      st.direct[0].last = std::max(st.direct[0].last, st.direct[1].first);
+      st.direct = Coalesce(std::move(st.direct));
+    }
+  }
+
+  // Targets: a target is live (as a value) from where it is re-pointed or
+  // written to its last use; wherever it is live, each storage it may point
+  // to is live through it.
+  if (nt > 0) {
+    BitMatrix tue(nb, nt), tkill(nb, nt), tin(nb, nt), tout(nb, nt), tev_in(nb, nt);
+    for (const TargetEvent& e : emit.tev) {
+      const size_t b = block_of_[e.instr];
+      if (e.kind == 0 || e.kind == 2) {
+        if (!GetBit(tkill.row(b), e.target)) SetBit(tue.row(b), e.target);
       } else {
-        st.live.push_back(x);
+        SetBit(tkill.row(b), e.target);
+      }
+      SetBit(tev_in.row(b), e.target);
+    }
+    std::vector<uint64_t> texit(tue.words(), 0);
+    for (uint32_t t : exit_targets) SetBit(texit.data(), t);
+    const size_t TW = tue.words();
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t bi = nb; bi-- > 0;) {
+        if (!visited[bi]) continue;
+        for (size_t w = 0; w < TW; ++w) {
+          uint64_t o = blocks_[bi].to_exit ? texit[w] : 0;
+          for (uint32_t sc : blocks_[bi].succ) o |= tin.row(sc)[w];
+          const uint64_t in = tue.row(bi)[w] | (o & ~tkill.row(bi)[w]);
+          changed = changed || o != tout.row(bi)[w] || in != tin.row(bi)[w];
+          tout.row(bi)[w] = o;
+          tin.row(bi)[w] = in;
+        }
+        if (++work_ > kMaxWork) {
+          NotChecked("its control flow did not settle within the plan check's limits");
+          return false;
+        }
       }
     }
-    if (input_storage[s] && st.live.size() > 1 && st.live[0].first == 0) {
-      // An input is live from the start up to its first use.
-      st.live[0].last = std::max(st.live[0].last, st.live[1].first);
-      size_t k = 1;
-      while (k < st.live.size() && st.live[k].first <= st.live[0].last + 1) {
-        st.live[0].last = std::max(st.live[0].last, st.live[k].last);
-        ++k;
+    // Per target, its events in instruction order (they are recorded block by block).
+    std::vector<std::vector<size_t>> of_target(nt);
+    for (size_t k = 0; k < emit.tev.size(); ++k) of_target[emit.tev[k].target].push_back(k);
+    std::vector<std::vector<std::pair<uint32_t, std::vector<LiveRun>>>> through(nsp);
+    auto add_through = [&](uint32_t t, const std::vector<uint32_t>& keys, LiveRun r) {
+      for (uint32_t st : keys) {
+        if (st >= nsp) continue;  // unplanned, or the target's own tensor
+        auto& lst = through[st];
+        if (lst.empty() || lst.back().first != targets_[t]) lst.emplace_back(targets_[t], std::vector<LiveRun>{});
+        lst.back().second.push_back(r);
       }
-      st.live.erase(st.live.begin() + 1, st.live.begin() + static_cast<std::ptrdiff_t>(k));
+    };
+    auto keys_of = [](const RefSet& r) {
+      std::vector<uint32_t> k;
+      for (const auto& sd : r) k.push_back(sd.first);
+      return k;
+    };
+    for (uint32_t t = 0; t < nt; ++t) {
+      const auto& evs = of_target[t];
+      size_t x = 0;
+      for (size_t b = 0; b < nb; ++b) {
+        if (!visited[b]) continue;
+        const Block& bl = blocks_[b];
+        size_t y = x;
+        while (y < evs.size() && block_of_[emit.tev[evs[y]].instr] == b) ++y;
+        if (x == y) {
+          if (GetBit(tin.row(b), t) && GetBit(tout.row(b), t))
+            add_through(t, keys_of(refs_in[b][t]), {bl.first, bl.last});
+          continue;
+        }
+        // Where the target points: from the block's entry, then after each re-pointing.
+        std::vector<std::pair<uint32_t, std::vector<uint32_t>>> segs{{bl.first, keys_of(refs_in[b][t])}};
+        for (size_t z = x; z < y; ++z) {
+          const TargetEvent& e = emit.tev[evs[z]];
+          if (e.kind == 3) segs.emplace_back(e.instr, emit.alias_keys[e.keys]);
+        }
+        // Where it is live: a backward scan, as for storages.
+        std::vector<LiveRun> in_use;
+        bool live = GetBit(tout.row(b), t);
+        bool in_run = live;
+        uint32_t run_last = bl.last;
+        size_t z = y;
+        while (z > x) {
+          const uint32_t i = emit.tev[evs[z - 1]].instr;
+          bool has_use = false, has_kill = false, repointed = false;
+          while (z > x && emit.tev[evs[z - 1]].instr == i) {
+            const uint8_t k = emit.tev[evs[z - 1]].kind;
+            has_use = has_use || k == 0 || k == 2;
+            has_kill = has_kill || k == 1;
+            repointed = repointed || k == 3;
+            --z;
+          }
+          const bool here = has_use || has_kill || live;  // re-pointed here: live only if live after
+          if (here && !in_run) {
+            in_run = true;
+            run_last = i;
+          }
+          live = has_use || (!has_kill && !repointed && live);
+          if (in_run && !live) {
+            in_use.push_back({i, run_last});
+            in_run = false;
+          }
+        }
+        if (in_run) in_use.push_back({bl.first, run_last});
+        // Split each run where the target is re-pointed.
+        for (const LiveRun& r : in_use) {
+          for (size_t q = 0; q < segs.size(); ++q) {
+            // Segment q covers segs[q].first up to the next re-pointing (exclusive).
+            const uint32_t from = segs[q].first;
+            if (q + 1 < segs.size() && segs[q + 1].first <= from) continue;  // re-pointed at once
+            const uint32_t to = q + 1 < segs.size() ? segs[q + 1].first - 1 : bl.last;
+            const uint32_t lo = std::max(from, r.first), hi = std::min(to, r.last);
+            if (lo <= hi) add_through(t, segs[q].second, {lo, hi});
+          }
+        }
+        x = y;
+      }
     }
+    for (size_t st = 0; st < nsp; ++st) {
+      auto& lst = through[st];
+      std::sort(lst.begin(), lst.end(), [](const auto& p1, const auto& p2) { return p1.first < p2.first; });
+      for (size_t k = 0; k < lst.size(); ++k) {
+        if (!out_.storages[st].through.empty() && out_.storages[st].through.back().first == lst[k].first) {
+          auto& dst = out_.storages[st].through.back().second;
+          dst.insert(dst.end(), lst[k].second.begin(), lst[k].second.end());
+          dst = Coalesce(std::move(dst));
+        } else {
+          out_.storages[st].through.emplace_back(lst[k].first, Coalesce(std::move(lst[k].second)));
+        }
+      }
+    }
+  }
+  for (size_t st = 0; st < nsp; ++st) {
+    PlanStorage& sto = out_.storages[st];
+    std::vector<LiveRun> all = sto.direct;
+    for (const auto& [target, rs] : sto.through) {
+      all.insert(all.end(), rs.begin(), rs.end());
+      sto.pointed_by.push_back(target);
+    }
+    sto.live = Coalesce(std::move(all));
   }
   // Read before write.
   for (uint32_t v : moved_view_) rbw[v] = kNone;  // reported already

@@ -71,10 +71,16 @@ struct PlannedTensor {
 struct PlanStorage {
   uint32_t memory_id = 0;
   uint64_t offset = 0;
-  uint64_t nbytes = 0;                 // the largest member
-  std::vector<uint32_t> values;        // member value indices; the first is the one whose bytes these are
-  std::vector<uint32_t> pointed_by;    // MoveCall/et_view targets that may point here
-  std::vector<LiveRun> live;           // where the bytes hold needed data: ascending, disjoint
+  uint64_t nbytes = 0;               // the largest member
+  std::vector<uint32_t> values;      // member value indices; the first is the one whose bytes these are
+  std::vector<uint32_t> pointed_by;  // MoveCall/et_view targets that may point here
+  std::vector<LiveRun> live;         // where the bytes hold needed data: ascending, disjoint
+  // `live` split by reason: through the members themselves, and through
+  // each MoveCall/et_view target while it may point here. Two storages one
+  // target may point to at an instruction are alternatives there (each
+  // path picks one): not a conflict when that target is their only reason.
+  std::vector<LiveRun> direct;
+  std::vector<std::pair<uint32_t, std::vector<LiveRun>>> through;  // (target value, runs)
   bool persistent = false;             // state: live from the first to the last instruction, and between calls
   bool shared_across_methods = false;  // state in a buffer other methods share: its offset is fixed
   // first..last of `live` (nullopt when never live).
