@@ -178,7 +178,7 @@ TEST(ClobberOracle, LoopWithoutExitStops) {
   m.Outputs({y});
   m.PlannedBufferSizes({0, 32});
   const std::string path = ScratchDir("clobber_loop") + "/loop.pte";
-  WritePackage(b.Build(), BackendConfig{}, path);
+  WriteFile(path, RenderPte(LayoutPte(b.Build(), BackendConfig{})));  // verify refuses a loop without exit
   OracleResult r = RunRuntimeOracleWith(OracleBuild::kOss, path, {}, {"--clobber", "--max-steps", "1000"});
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   const json view = ClobberView(r.out);

@@ -10,7 +10,9 @@
 // planned byte ranges: the moved tensor's new bytes meet another planned tensor's that is
 // "live together" with it (both hold a value still to be read), "in/out of one call" (one is
 // last read by the call that first writes the other, which upstream's planner never allows but
-// a kernel that reads its inputs before writing its outputs survives), "disjoint lifetimes"
+// a kernel that reads its inputs before writing its outputs survives), "a scratch buffer over a
+// live tensor" (a buffer a call takes but nothing writes first: the stubs do not touch its
+// bytes, a real kernel writes them), "disjoint lifetimes"
 // (bytes reused after the other is dead: a valid plan), or none; "left its alias group": it
 // shared bytes by design with a tensor alive at the same time (a view) and no longer does.
 //
@@ -262,12 +264,15 @@ void Lifetimes(Seed* s) {
   }
 }
 
-bool Meet(uint64_t a, uint64_t an, uint64_t b, uint64_t bn) { return a < b + bn && b < a + an; }
+bool Meet(uint64_t a, uint64_t an, uint64_t b, uint64_t bn) { return an > 0 && bn > 0 && a < b + bn && b < a + an; }
 
 // How the moved tensor's new bytes relate to the others (see the file comment).
 std::string Kind(const Seed& s, size_t ti, uint32_t mem, uint64_t offset) {
   const Planned& t = s.tensors[ti];
-  bool live_together = false, in_out = false, disjoint = false, left_alias = false;
+  bool live_together = false, in_out = false, disjoint = false, left_alias = false, scratch = false;
+  // A scratch buffer: read by a call, written by none, no input, state or view (keyword_spotting's
+  // avg_pool2d workspace). The stubs neither read nor write its bytes; a real kernel writes them.
+  auto is_scratch = [](const Planned& p) { return p.group < 0 && p.writes.empty() && !p.reads.empty(); };
   for (size_t ui = 0; ui < s.tensors.size(); ui++) {
     const Planned& u = s.tensors[ui];
     if (ui == ti || u.plan != t.plan) continue;
@@ -281,6 +286,8 @@ std::string Kind(const Seed& s, size_t ti, uint32_t mem, uint64_t offset) {
     const bool together = t.first <= u.glast && u.gfirst <= t.last;
     if (!together) {
       disjoint = true;
+    } else if (is_scratch(t) || is_scratch(u)) {
+      scratch = true;
     } else if ((t.first == u.glast && u.greads.count(t.first) && t.writes.count(t.first) &&
                 !u.gwrites.count(t.first)) ||
                (u.gfirst == t.last && t.reads.count(u.gfirst) && u.gwrites.count(u.gfirst) &&
@@ -292,6 +299,7 @@ std::string Kind(const Seed& s, size_t ti, uint32_t mem, uint64_t offset) {
   }
   if (left_alias) return "left its alias group";
   if (live_together) return "live together";
+  if (scratch) return "a scratch buffer over a live tensor";
   if (in_out) return "in/out of one call";
   if (disjoint) return "disjoint lifetimes";
   return "no shared bytes";
@@ -435,6 +443,7 @@ TEST(PlanMutants, EveryChangedRunIsFlagged) {
   Count fixtures, ours;
   size_t refused = 0, other_findings = 0, unsound = 0;
   std::vector<std::string> missed_examples, unsound_examples, refused_examples, same_examples;
+  std::map<std::string, size_t> same_examples_by_kind;
   const std::string path = dir + "/m.pte";
   for (size_t i = 0; i < mutants.size(); i++) {
     const Mutant& m = mutants[i];
@@ -476,7 +485,7 @@ TEST(PlanMutants, EveryChangedRunIsFlagged) {
       WriteFile(keep, b);
       missed_examples.push_back(name + " kept as " + keep + "; first change: " + diff.substr(0, 200));
     }
-    if (flagged && !changed && same_examples.size() < 10) same_examples.push_back(name + " [" + codes + "]");
+    if (flagged && !changed && same_examples_by_kind[kind]++ < 3) same_examples.push_back(name + " [" + codes + "]");
     // The oracle's own soundness on straight-line fixtures: a run changes only when the moved
     // tensor's bytes meet a tensor alive with it, or it leaves its alias group.
     if (!s.ours && changed && kind != "live together" && kind != "left its alias group") {
@@ -499,7 +508,11 @@ TEST(PlanMutants, EveryChangedRunIsFlagged) {
       s += "\n  " + kind + ": " + std::to_string(c.total) + " mutants, " + std::to_string(c.changed) + " changed, " +
            std::to_string(c.flagged) + " flagged, " + std::to_string(c.flagged_same) + " flagged but unchanged";
     }
-    std::printf("by kind (%s):%s\n", by == &fixtures_by_kind ? "fixtures" : "rule programs", s.c_str());
+    std::printf("by kind (%s):%s\n",
+                by == &fixtures_by_kind ? "fixtures"
+                                        : "rule programs; kinds from straight-line intervals, approximate with loops "
+                                          "and MoveCalls",
+                s.c_str());
   }
   std::printf("runtime refused: %zu; mutants with other verify errors: %zu\n", refused, other_findings);
   for (const auto& e : same_examples) std::printf("  flagged, unchanged: %s\n", e.c_str());

@@ -6,6 +6,8 @@
 
 #include "conformance/programs.h"
 #include "serialize/model/program_builder.h"
+#include "serialize/write/pte_writer.h"
+#include "test_util.h"
 
 namespace ptepack::testing {
 namespace {
@@ -464,6 +466,10 @@ Package RuleProgram::Build(const PlanLocations& loc) const {
     if (sizes[d.memory_id] == 0) sizes[d.memory_id] = static_cast<int64_t>(kAlign);
   }
   return build(PlanLayout(&tensors, loc, sizes));
+}
+
+void WriteUnchecked(const Package& pkg, const std::string& path) {
+  WriteFile(path, RenderPte(LayoutPte(pkg, BackendConfig{})));
 }
 
 std::vector<RuleProgram> PlanRulePrograms() {

@@ -73,4 +73,8 @@ struct RuleProgram {
 
 std::vector<RuleProgram> PlanRulePrograms();
 
+// Lays a package out with ExecuTorch's default config and writes it as is: without the
+// writer's read-back check (WritePackage), which refuses the unsafe plans these tests need.
+void WriteUnchecked(const Package& pkg, const std::string& path);
+
 }  // namespace ptepack::testing

@@ -40,7 +40,7 @@ const std::map<std::string, std::vector<size_t>>& ExpectedCalls() {
 
 std::string WritePlan(const RuleProgram& p, const PlanLocations& loc, const std::string& file) {
   const std::string path = ScratchDir("plan_rules_" + p.name) + "/" + file;
-  WritePackage(p.Build(loc), BackendConfig{}, path);
+  WriteUnchecked(p.Build(loc), path);
   return path;
 }
 
