@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -690,6 +692,96 @@ TEST(PlanLifetimes, PlanViewsOfAMethod) {
   EXPECT_EQ(v.lower_bound, 64u);
   EXPECT_EQ(v.idle_values, (std::vector<uint32_t>{3}));
   EXPECT_EQ(p.t(3).origin, PlanOrigin::kUnused);
+}
+
+// ---- Real files: no plan finding, every method derived. What the model
+// says about keyword_spotting.pte was read off the file by hand (flatc
+// --json): instruction 13 (cortex_m::quantized_avg_pool2d.out) writes
+// values[257] (CHAR[1, 64, 1, 1], 64 bytes at 8256) and takes values[256]
+// (BYTE[256] at 8000, written by nothing: its scratch buffer); instruction
+// 14 reads values[271] (CHAR[1, 64] at 8256, written by nothing: the static
+// view of values[257]); the size-0 scratch tensors values[90], values[113],
+// ... hold no bytes.
+TEST(PlanFixtures, NoPlanFindings) {
+  size_t files = 0, methods = 0, planned = 0;
+  for (const std::string& name : testing::PteFixtures()) {
+    auto f = PteFile::Open(testing::FixturePath(name));
+    ASSERT_NE(f->program(), nullptr) << name;
+    for (const auto& x : f->report().findings()) {
+      EXPECT_NE(x.code.rfind("plan-", 0), 0u) << name << ": " << x.ToString();
+    }
+    ProgramLifetimes lt = DeriveLifetimes(*f->program());
+    for (const MethodLifetimes& m : lt.methods) {
+      EXPECT_TRUE(m.derived()) << name << " " << m.name << ": " << m.not_checked;
+      EXPECT_TRUE(m.problems.empty()) << name << " " << m.name;
+      methods += 1;
+      planned += m.tensors.size();
+    }
+    ++files;
+  }
+  std::printf("[plan] %zu fixtures, %zu methods, %zu planned tensors: 0 plan findings\n", files, methods, planned);
+}
+
+TEST(PlanFixtures, KeywordSpottingViewAndScratch) {
+  auto f = PteFile::Open(testing::FixturePath("keyword_spotting.pte"));
+  ASSERT_NE(f->program(), nullptr);
+  ProgramLifetimes lt = DeriveLifetimes(*f->program());
+  const MethodLifetimes& m = lt.methods.at(0);
+  ASSERT_TRUE(m.derived()) << m.not_checked;
+  ASSERT_NE(m.Tensor(271), nullptr);
+  EXPECT_EQ(m.Tensor(271)->origin, PlanOrigin::kView);
+  EXPECT_EQ(m.Tensor(271)->storage, m.Tensor(257)->storage);
+  const PlanStorage& s = m.storages[m.Tensor(257)->storage];
+  ASSERT_EQ(s.live.size(), 1u);
+  EXPECT_EQ(s.live[0].first, 13u);
+  EXPECT_EQ(s.live[0].last, 14u);
+  EXPECT_EQ(m.Tensor(256)->origin, PlanOrigin::kUnwritten);
+  EXPECT_EQ(m.Tensor(256)->readers, (std::vector<uint32_t>{13}));
+  EXPECT_EQ(m.Tensor(90)->origin, PlanOrigin::kEmpty);
+  EXPECT_EQ(m.Tensor(83)->origin, PlanOrigin::kInput);
+}
+
+// The plan seeds of tests/fuzz/seeds (plan_*.pte): the programs above,
+// written once with
+//   PTEPACK_PLAN_SEEDS=tests/fuzz/seeds build-rel/tests/ptepack_tests
+//     --gtest_also_run_disabled_tests --gtest_filter='PlanLifetimes.DISABLED_WriteFuzzSeeds'
+TEST(PlanLifetimes, DISABLED_WriteFuzzSeeds) {
+  const char* dir = std::getenv("PTEPACK_PLAN_SEEDS");
+  ASSERT_NE(dir, nullptr) << "set PTEPACK_PLAN_SEEDS to the seeds directory";
+  auto write = [&](const std::string& name, const ProgramBuilder& b, const BackendConfig& cfg = {}) {
+    testing::WriteFile(std::string(dir) + "/" + name, RenderPte(LayoutPte(b.Build(), cfg)));
+  };
+  {
+    ProgramBuilder b;
+    CondProgram(b, 64);
+    write("plan_cond_move.pte", b);
+  }
+  {
+    ProgramBuilder b;
+    LoopProgram(b, 32);
+    write("plan_loop.pte", b);
+  }
+  {
+    ProgramBuilder b;
+    ViewProgram(b, 32, 16);
+    write("plan_static_view.pte", b);
+  }
+  {
+    ProgramBuilder b;
+    EtViewProgram(b, 48);
+    write("plan_et_view.pte", b);
+  }
+  {
+    ProgramBuilder b;
+    DelegateProgram(b, 16);
+    write("plan_delegate_outputs.pte", b);
+  }
+  {
+    ProgramBuilder b;
+    StateMethod(b, "forward", 0);
+    StateMethod(b, "reset", 0, /*extra_state=*/true);
+    write("plan_shared_state.pte", b, Named());
+  }
 }
 
 }  // namespace

@@ -29,10 +29,10 @@ std::string Bytes(uint64_t off, uint64_t n) {
   return "[" + std::to_string(off) + ", " + std::to_string(end) + ")";
 }
 
-// "3..7 (aten::add.out .. aten::mm.out)"
+// "instructions 3..7 (aten::add.out .. aten::mm.out)", "instruction 3 (aten::add.out)"
 std::string RunText(const efb::Program& p, const MethodLifetimes& m, const LiveRun& r) {
-  std::string s = std::to_string(r.first);
-  if (r.last != r.first) s += ".." + std::to_string(r.last);
+  std::string s = r.last != r.first ? "instructions " + std::to_string(r.first) + ".." + std::to_string(r.last)
+                                    : "instruction " + std::to_string(r.first);
   s += " (" + InstructionLabel(p, m, r.first);
   if (r.last != r.first) s += " .. " + InstructionLabel(p, m, r.last);
   return s + ")";
@@ -178,11 +178,12 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
       w.r.Error("plan-overlap",
                 Prefix(m) + StorageText(m, a) + " and " + StorageText(m, b) + " share bytes " + Bytes(lo, hi - lo) +
                     " of planned buffer " + std::to_string(mid) + " while both are live: the first uses bytes " +
-                    Bytes(a.offset, a.nbytes) + " over instructions " + RunText(p, m, x) + ", the second uses bytes " +
-                    Bytes(b.offset, b.nbytes) + " over instructions " + RunText(p, m, y),
+                    Bytes(a.offset, a.nbytes) + " over " + RunText(p, m, x) + ", the second uses bytes " +
+                    Bytes(b.offset, b.nbytes) + " over " + RunText(p, m, y),
                 w.at(AllocationOf(m, later.values.front())), "disjoint bytes or disjoint lifetimes",
-                "both live at instructions " + std::to_string(both.first) +
-                    (both.last != both.first ? ".." + std::to_string(both.last) : ""));
+                both.last != both.first
+                    ? "both live at instructions " + std::to_string(both.first) + ".." + std::to_string(both.last)
+                    : "both live at instruction " + std::to_string(both.first));
     }
     if (pairs.size() >= 1000) ++more;
     if (more > 0) {

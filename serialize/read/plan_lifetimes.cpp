@@ -1683,6 +1683,30 @@ void MethodDeriver::Finish(const std::multimap<std::pair<uint32_t, uint64_t>, ui
   }
 }
 
+// PlanLowerBound, unless the sizes come near 2^63 (a file may plan a buffer
+// of up to 2^63 - 1 bytes, where its 64-bit running sum would overflow):
+// then the same sweep in 128 bits.
+uint64_t LowerBound(const std::vector<PlanBlock>& blocks, uint64_t alignment) {
+  auto aligned = [&](uint64_t n) -> unsigned __int128 {
+    return (static_cast<unsigned __int128>(n) + alignment - 1) / alignment * alignment;
+  };
+  unsigned __int128 total = 0;
+  for (const PlanBlock& b : blocks) total += aligned(b.size);
+  if (total < (static_cast<unsigned __int128>(1) << 62)) return PlanLowerBound(blocks, alignment);
+  std::vector<std::tuple<uint64_t, bool, uint64_t>> ev;
+  for (const PlanBlock& b : blocks) {
+    ev.emplace_back(uint64_t{b.first} * 2 + 1, true, b.size);
+    ev.emplace_back((uint64_t{b.last} + 1) * 2, false, b.size);
+  }
+  std::sort(ev.begin(), ev.end());
+  unsigned __int128 live = 0, peak = 0;
+  for (const auto& [when, starts, size] : ev) {
+    live = starts ? live + aligned(size) : live - aligned(size);
+    peak = std::max(peak, live);
+  }
+  return peak > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(peak);
+}
+
 }  // namespace
 
 std::string InstructionLabel(const efb::Program& program, const MethodLifetimes& m, uint32_t instruction) {
@@ -1879,7 +1903,7 @@ std::vector<MethodPlanView> PlanViews(const efb::Program& program, const Program
         if (t.memory_id == mid) all.push_back(t.offset);
       }
       b.alignment = InferPlanAlignment(all);
-      b.lower_bound = PlanLowerBound(b.blocks, b.alignment);
+      b.lower_bound = LowerBound(b.blocks, b.alignment);
       v.buffers.push_back(std::move(b));
     }
     views.push_back(std::move(v));
