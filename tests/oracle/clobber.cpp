@@ -47,12 +47,15 @@ uint64_t SplitMix(uint64_t* state) {
 
 void FillBytes(uint8_t* p, size_t n, uint64_t seed, bool as_bool) {
   uint64_t state = seed;
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t r = SplitMix(&state);
-    for (size_t k = 0; k < 8 && i + k < n; k++) {
-      const uint8_t b = static_cast<uint8_t>(r >> (8 * k));
-      p[i + k] = as_bool ? (b & 1) : b;  // a Bool byte other than 0/1 is not a bool
-    }
+  const uint64_t mask = as_bool ? 0x0101010101010101ull : ~0ull;  // a Bool byte other than 0/1 is not a bool
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // a word at a time (little-endian: byte k is bits 8k..8k+7)
+    const uint64_t r = SplitMix(&state) & mask;
+    std::memcpy(p + i, &r, 8);
+  }
+  if (i < n) {
+    const uint64_t r = SplitMix(&state) & mask;
+    for (size_t k = 0; i + k < n; k++) p[i + k] = static_cast<uint8_t>(r >> (8 * k));
   }
 }
 

@@ -1,7 +1,8 @@
 // ExecuTorch's runtime as a test oracle: loads a .pte (and .ptd files) with the unmodified
 // ExecuTorch runtime and prints, as one JSON object on stdout, everything the runtime saw.
 //
-//   et_runtime_oracle FILE.pte [--ptd F.ptd]... [--run | --clobber [--share-buffer ID]... [--max-steps N]]
+//   et_runtime_oracle (FILE.pte | --batch LIST) [--ptd F.ptd]... [--run | --clobber [--share-buffer ID]...
+//                     [--max-steps N]]
 //
 // Exit 0: everything loaded (and, with --run or --clobber, executed); 1: the runtime refused
 // something (the JSON says what); 2: usage. Anything else is a crash.
@@ -13,7 +14,8 @@
 // and every delegate gets a clobbering stub, all methods are loaded, then each is executed in
 // program order and traced; --share-buffer ID gives every method one and the same planned
 // buffer ID (memory_id), as a caller does for mutable state shared between methods;
-// --max-steps stops a run after N instructions (default 1,000,000).
+// --max-steps stops a run after N instructions (default 1,000,000). --batch LIST does the same
+// for every .pte named in LIST (one a line) in one process, one JSON line each.
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/extension/named_data_map/merged_data_map.h>
@@ -271,7 +273,13 @@ json RegisterOperatorsAndBackends(const executorch_flatbuffer::Program* fb, bool
     }
   }
   json registered = {{"operators", json::array()}, {"backends", json::array()}};
+  static std::map<std::string, std::string> ours;  // kernels this process registered (--batch), and their kind
+  static std::set<std::string> our_backends;
   for (const std::string& name : ops) {
+    if (auto it = ours.find(name); it != ours.end()) {
+      registered["operators"].push_back({{"name", name}, {"kernel", it->second}});
+      continue;
+    }
     if (Registered(name)) {
       registered["operators"].push_back({{"name", name}, {"kernel", "oracle"}});  // prim ops
       continue;
@@ -292,14 +300,16 @@ json RegisterOperatorsAndBackends(const executorch_flatbuffer::Program* fb, bool
       std::exit(3);
     }
     registered["operators"].push_back({{"name", name}, {"kernel", kind}});
+    ours[name] = kind;
   }
   for (const std::string& id : backends) {
+    registered["backends"].push_back(id);
+    if (!our_backends.insert(id).second) continue;
     g_backends.emplace_back(id);
     if (executorch::runtime::register_backend({g_backends.back().name(), &g_backends.back()}) != Error::Ok) {
       std::fprintf(stderr, "cannot register backend %s\n", id.c_str());
       std::exit(3);
     }
-    registered["backends"].push_back(id);
   }
   return registered;
 }
@@ -547,8 +557,8 @@ json OutputsJson(Method& method) {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: et_runtime_oracle FILE.pte [--ptd F.ptd]... [--run | --clobber [--share-buffer ID]... "
-               "[--max-steps N]]\n");
+               "usage: et_runtime_oracle (FILE.pte | --batch LIST) [--ptd F.ptd]... [--run | --clobber "
+               "[--share-buffer ID]... [--max-steps N]]\n");
   return 2;
 }
 
@@ -573,40 +583,20 @@ constexpr size_t kMaxClobberSteps = 1000000;
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::string pte;
+struct Options {
   std::vector<std::string> ptds;
   bool run = false;
   std::set<uint32_t> shared_ids;  // --share-buffer: memory_ids every method shares
   size_t max_steps = kMaxClobberSteps;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    if (a == "--ptd" && i + 1 < argc) {
-      ptds.push_back(argv[++i]);
-    } else if (a == "--run") {
-      run = true;
-    } else if (a == "--clobber") {
-      g_clobber = true;
-    } else if (a == "--share-buffer" && i + 1 < argc) {
-      char* end = nullptr;
-      const unsigned long id = std::strtoul(argv[++i], &end, 10);
-      if (end == nullptr || *end != '\0' || id == 0 || id > 0xffff) return Usage();
-      shared_ids.insert(static_cast<uint32_t>(id));
-    } else if (a == "--max-steps" && i + 1 < argc) {
-      char* end = nullptr;
-      max_steps = std::strtoull(argv[++i], &end, 10);
-      if (end == nullptr || *end != '\0' || max_steps == 0) return Usage();
-    } else if (!a.empty() && a[0] != '-' && pte.empty()) {
-      pte = a;
-    } else {
-      return Usage();
-    }
-  }
-  if (pte.empty() || (run && g_clobber) || (!g_clobber && (!shared_ids.empty() || max_steps != kMaxClobberSteps))) {
-    return Usage();
-  }
+};
 
-  executorch::runtime::runtime_init();
+// Loads (and with --run or --clobber runs) one program and prints its JSON object on one line.
+// 0: everything loaded (and ran); 1: the runtime refused something.
+static int RunFile(const std::string& pte, const Options& opt) {
+  const std::vector<std::string>& ptds = opt.ptds;
+  const bool run = opt.run;
+  const std::set<uint32_t>& shared_ids = opt.shared_ids;
+  const size_t max_steps = opt.max_steps;
   json out;
   out["oracle"] = {{"deprecated_constant_buffer", ET_ENABLE_DEPRECATED_CONSTANT_BUFFER != 0}};
   bool ok = true;
@@ -658,6 +648,8 @@ int main(int argc, char** argv) {
   if (!loader.ok()) {
     out["program"] = {{"status", Status(loader.error())}};
     std::printf("%s\n", out.dump().c_str());
+    std::fflush(stdout);
+    std::fflush(stdout);
     return 1;
   }
   auto program = Program::load(&loader.get(), Program::Verification::InternalConsistency);
@@ -665,6 +657,8 @@ int main(int argc, char** argv) {
   if (!program.ok()) {
     out["ok"] = false;
     std::printf("%s\n", out.dump().c_str());
+    std::fflush(stdout);
+    std::fflush(stdout);
     return 1;
   }
 
@@ -791,5 +785,51 @@ int main(int argc, char** argv) {
   out["methods"] = methods;
   out["ok"] = ok;
   std::printf("%s\n", out.dump().c_str());
+  std::fflush(stdout);
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  std::string pte, batch;
+  Options opt;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--ptd" && i + 1 < argc) {
+      opt.ptds.push_back(argv[++i]);
+    } else if (a == "--run") {
+      opt.run = true;
+    } else if (a == "--clobber") {
+      g_clobber = true;
+    } else if (a == "--share-buffer" && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long id = std::strtoul(argv[++i], &end, 10);
+      if (end == nullptr || *end != '\0' || id == 0 || id > 0xffff) return Usage();
+      opt.shared_ids.insert(static_cast<uint32_t>(id));
+    } else if (a == "--max-steps" && i + 1 < argc) {
+      char* end = nullptr;
+      opt.max_steps = std::strtoull(argv[++i], &end, 10);
+      if (end == nullptr || *end != '\0' || opt.max_steps == 0) return Usage();
+    } else if (a == "--batch" && i + 1 < argc) {
+      batch = argv[++i];
+    } else if (!a.empty() && a[0] != '-' && pte.empty()) {
+      pte = a;
+    } else {
+      return Usage();
+    }
+  }
+  if (pte.empty() == batch.empty() || (opt.run && g_clobber) ||
+      (!g_clobber && (!opt.shared_ids.empty() || opt.max_steps != kMaxClobberSteps))) {
+    return Usage();
+  }
+  executorch::runtime::runtime_init();
+  if (batch.empty()) return RunFile(pte, opt);
+  // --batch LIST: every .pte named in LIST (one path a line), with the same .ptd files and
+  // flags, one JSON line each, in one process (the mutation tests' start-up cost).
+  std::ifstream list(batch);
+  if (!list) return Usage();
+  int rc = 0;
+  for (std::string line; std::getline(list, line);) {
+    if (!line.empty()) rc = std::max(rc, RunFile(line, opt));
+  }
+  return rc;
 }
