@@ -88,11 +88,18 @@ struct Seed {
 };
 
 // The oracle as one subprocess for several files of one seed (--batch: one JSON line each,
-// which spares the sanitizer build's start-up per mutant), stdout to a file. Returns one result
-// per file; a file the process did not get to (it crashed) is null. *exit_code: the process's.
-std::vector<json> RunOracle(const Seed& s, const std::vector<std::string>& ptes, const std::string& dir,
-                            int* exit_code) {
-  const std::string list = dir + "/batch.txt", out_path = dir + "/batch.json";
+// which spares the sanitizer build's start-up per mutant), stdout to a file.
+struct Batch {
+  pid_t pid = -1;
+  std::string out_path;
+  size_t files = 0;
+};
+
+Batch StartOracle(const Seed& s, const std::vector<std::string>& ptes, const std::string& dir, const std::string& tag) {
+  Batch b;
+  b.files = ptes.size();
+  const std::string list = dir + "/batch_" + tag + ".txt";
+  b.out_path = dir + "/batch_" + tag + ".json";
   {
     std::ofstream l(list, std::ios::trunc);
     for (const auto& p : ptes) l << p << "\n";
@@ -117,24 +124,34 @@ std::vector<json> RunOracle(const Seed& s, const std::vector<std::string>& ptes,
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, b.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  if (posix_spawn(&b.pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) b.pid = -1;
   posix_spawn_file_actions_destroy(&fa);
+  return b;
+}
+
+// One result per file; a file the process did not get to (it crashed) is null. *exit_code:
+// the process's.
+std::vector<json> WaitOracle(const Batch& b, int* exit_code) {
   *exit_code = -1;
-  std::vector<json> out(ptes.size());
-  if (rc != 0) return out;
+  std::vector<json> out(b.files);
+  if (b.pid < 0) return out;
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(b.pid, &status, 0);
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  std::ifstream f(out_path, std::ios::binary);
+  std::ifstream f(b.out_path, std::ios::binary);
   size_t k = 0;
   for (std::string line; k < out.size() && std::getline(f, line); k++) {
     out[k] = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (out[k].is_discarded()) out[k] = json();
   }
   return out;
+}
+
+std::vector<json> RunOracle(const Seed& s, const std::vector<std::string>& ptes, const std::string& dir,
+                            int* exit_code) {
+  return WaitOracle(StartOracle(s, ptes, dir, "one"), exit_code);
 }
 
 // Planned tensors and where their allocation fields sit in the file.
@@ -539,28 +556,52 @@ TEST(PlanMutants, EveryChangedRunIsFlagged) {
     std::remove(path.c_str());
   };
 
-  // Runs, a batch of up to 100 mutants of one seed per oracle process.
-  std::map<size_t, std::vector<size_t>> by_seed;
-  for (size_t i = 0; i < mutants.size(); i++) by_seed[mutants[i].seed].push_back(i);
-  for (const auto& [si, all] : by_seed) {
-    for (size_t from = 0; from < all.size(); from += 100) {
-      const std::vector<size_t> chunk(all.begin() + from, all.begin() + std::min(all.size(), from + 100));
-      std::vector<std::string> files;
-      for (size_t i : chunk) {
-        files.push_back(dir + "/m" + std::to_string(i) + ".pte");
-        WriteFile(files.back(), MutantBytes(seeds[si], mutants[i]));
+  // Runs: a batch of up to 100 mutants of one seed per oracle process, two processes at a time
+  // (the test judges one pair's results while nothing else runs).
+  struct Chunk {
+    size_t seed;
+    std::vector<size_t> mutants;
+    std::vector<std::string> files;
+    Batch batch;
+  };
+  std::vector<Chunk> chunks;
+  {
+    std::map<size_t, std::vector<size_t>> by_seed;
+    for (size_t i = 0; i < mutants.size(); i++) by_seed[mutants[i].seed].push_back(i);
+    for (const auto& [si, all] : by_seed) {
+      for (size_t from = 0; from < all.size(); from += 100) {
+        chunks.push_back(
+            {si, std::vector<size_t>(all.begin() + from, all.begin() + std::min(all.size(), from + 100)), {}, {}});
       }
+    }
+  }
+  for (size_t c0 = 0; c0 < chunks.size(); c0 += 2) {
+    const size_t c1 = std::min(chunks.size(), c0 + 2);
+    const auto o0 = std::chrono::steady_clock::now();
+    for (size_t c = c0; c < c1; c++) {
+      Chunk& ch = chunks[c];
+      for (size_t i : ch.mutants) {
+        ch.files.push_back(dir + "/m" + std::to_string(i) + ".pte");
+        WriteFile(ch.files.back(), MutantBytes(seeds[ch.seed], mutants[i]));
+      }
+      ch.batch = StartOracle(seeds[ch.seed], ch.files, dir, std::to_string(c - c0));
+    }
+    std::vector<std::vector<json>> outs;
+    for (size_t c = c0; c < c1; c++) {
       int exit_code = 0;
-      const auto o0 = std::chrono::steady_clock::now();
-      const std::vector<json> outs = RunOracle(seeds[si], files, dir, &exit_code);
-      oracle_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - o0).count();
-      for (size_t k = 0; k < chunk.size(); k++) {
-        if (!outs[k].is_null()) {
-          evaluate(chunk[k], outs[k], 0);
+      outs.push_back(WaitOracle(chunks[c].batch, &exit_code));
+    }
+    oracle_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - o0).count();
+    for (size_t c = c0; c < c1; c++) {
+      const Chunk& ch = chunks[c];
+      for (size_t k = 0; k < ch.mutants.size(); k++) {
+        const json& out = outs[c - c0][k];
+        if (!out.is_null()) {
+          evaluate(ch.mutants[k], out, 0);
         } else {  // the batch did not get to it (a crash): alone, for its own verdict
           int alone = 0;
-          const json out = RunOracle(seeds[si], {files[k]}, dir, &alone).at(0);
-          evaluate(chunk[k], out, alone);
+          const json one = RunOracle(seeds[ch.seed], {ch.files[k]}, dir, &alone).at(0);
+          evaluate(ch.mutants[k], one, alone);
         }
       }
     }
