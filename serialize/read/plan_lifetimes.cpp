@@ -15,6 +15,8 @@ namespace ptepack {
 
 namespace efb = executorch_flatbuffer;
 
+bool g_plan_lifetimes_general_only = false;
+
 const char* PlanOriginName(PlanOrigin o) {
   switch (o) {
     case PlanOrigin::kWritten:
@@ -1415,7 +1417,9 @@ bool MethodDeriver::StraightLine() {
 // and the last read that can see it (kills end it), but never before
 // anything can have written it.
 bool MethodDeriver::Dataflow() {
-  if (blocks_.size() == 1 && blocks_[0].succ.empty() && targets_.empty()) return StraightLine();
+  if (blocks_.size() == 1 && blocks_[0].succ.empty() && targets_.empty() && !g_plan_lifetimes_general_only) {
+    return StraightLine();
+  }
   const size_t nb = blocks_.size();
   const size_t ns = out_->storages.size() + 1;  // + unplanned
   const size_t nt = targets_.size();

@@ -201,6 +201,10 @@ struct SharedStateGroup {
 };
 std::vector<SharedStateGroup> FindSharedState(const std::vector<StateBufferEntry>& entries);
 
+// For tests: true makes every method go through the general dataflow, not
+// the straight-line fast path (they must agree).
+extern bool g_plan_lifetimes_general_only;
+
 // "aten::add.out", "delegate XnnpackBackend", "MoveCall", "JumpFalseCall",
 // "FreeCall" for a global instruction index.
 std::string InstructionLabel(const executorch_flatbuffer::Program& program, const MethodLifetimes& m,
