@@ -38,25 +38,6 @@ std::string RunText(const efb::Program& p, const MethodLifetimes& m, const LiveR
   return s + ")";
 }
 
-// "values[3] (FLOAT[2]) with its view values[9], also used through values[12]"
-std::string StorageText(const MethodLifetimes& m, const PlanStorage& s) {
-  std::string t = DescribePlannedValue(m, s.values.front());
-  for (size_t i = 1; i < s.values.size(); ++i) {
-    const PlannedTensor* v = m.Tensor(s.values[i]);
-    t += (i == 1 ? " with " : ", ");
-    t += v && v->origin == PlanOrigin::kView ? "its view " : "";
-    t += "values[" + std::to_string(s.values[i]) + "]";
-  }
-  if (!s.pointed_by.empty()) {
-    t += ", also used through";
-    for (size_t i = 0; i < s.pointed_by.size(); ++i) {
-      t += (i ? ", " : " ") + std::string("values[") + std::to_string(s.pointed_by[i]) + "]";
-    }
-    t += " (MoveCall/et_view)";
-  }
-  return t;
-}
-
 const void* AllocationOf(const MethodLifetimes& m, uint32_t value) {
   const PlannedTensor* t = m.Tensor(value);
   if (!t) return nullptr;
@@ -127,38 +108,87 @@ LiveRun RunAt(const PlanStorage& s, uint32_t i) {
   return {i, i};
 }
 
+// What the overlap check reuses from method to method.
+struct OverlapScratch {
+  std::vector<uint32_t> storages;  // live, nonempty, by buffer
+  std::vector<PlanBlock> blocks;
+  std::vector<uint64_t> offsets;
+  std::vector<uint32_t> owner;  // the storage of each block
+  std::vector<PlanOverlap> pairs;
+  std::vector<std::pair<uint32_t, uint32_t>> seen;
+};
+
+bool BytesMeet(uint64_t a, uint64_t an, uint64_t b, uint64_t bn) {
+  const uint64_t ae = a + an < a ? UINT64_MAX : a + an;
+  const uint64_t be = b + bn < b ? UINT64_MAX : b + bn;
+  return an > 0 && bn > 0 && a < be && b < ae;
+}
+
+// Buffers with at most this many live runs are checked pair by pair (the
+// definition FindPlanOverlaps implements), without its allocations.
+constexpr size_t kPairwiseBlocks = 16;
+
 // Two storages of one method that share bytes while both are live.
-void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes& m) {
-  std::map<uint32_t, std::vector<uint32_t>> by_buffer;
+void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes& m, OverlapScratch& sc) {
+  sc.storages.clear();
   for (uint32_t s = 0; s < m.storages.size(); ++s) {
-    if (!m.storages[s].live.empty() && m.storages[s].nbytes > 0) by_buffer[m.storages[s].memory_id].push_back(s);
+    if (!m.storages[s].live.empty() && m.storages[s].nbytes > 0) sc.storages.push_back(s);
+  }
+  bool one_buffer = true;
+  for (uint32_t s : sc.storages)
+    one_buffer = one_buffer && m.storages[s].memory_id == m.storages[sc.storages[0]].memory_id;
+  if (!one_buffer) {
+    std::sort(sc.storages.begin(), sc.storages.end(), [&](uint32_t a, uint32_t b) {
+      return std::make_pair(m.storages[a].memory_id, a) < std::make_pair(m.storages[b].memory_id, b);
+    });
   }
   size_t reported = 0;
-  for (const auto& [mid, storages] : by_buffer) {
+  for (size_t x = 0; x < sc.storages.size();) {
+    const uint32_t mid = m.storages[sc.storages[x]].memory_id;
+    size_t y = x;
+    while (y < sc.storages.size() && m.storages[sc.storages[y]].memory_id == mid) ++y;
     // One block per live run.
-    std::vector<PlanBlock> blocks;
-    std::vector<uint64_t> offsets;
-    std::vector<uint32_t> owner;  // the storage of each block
-    for (uint32_t s : storages) {
+    sc.blocks.clear();
+    sc.offsets.clear();
+    sc.owner.clear();
+    for (size_t k = x; k < y; ++k) {
+      const uint32_t s = sc.storages[k];
       const PlanStorage& st = m.storages[s];
-      for (size_t r = 0; r < st.live.size(); ++r) {
+      for (const LiveRun& r : st.live) {
         PlanBlock b;
         b.size = st.nbytes;
-        b.first = st.live[r].first;
-        b.last = st.live[r].last;
-        blocks.push_back(b);
-        offsets.push_back(st.offset);
-        owner.push_back(s);
+        b.first = r.first;
+        b.last = r.last;
+        sc.blocks.push_back(b);
+        sc.offsets.push_back(st.offset);
+        sc.owner.push_back(s);
       }
     }
-    const auto pairs = FindPlanOverlaps(blocks, offsets, 1000);
-    std::set<std::pair<uint32_t, uint32_t>> seen;
+    x = y;
+    sc.pairs.clear();
+    bool truncated = false;
+    if (sc.blocks.size() <= kPairwiseBlocks) {
+      for (size_t i = 0; i < sc.blocks.size(); ++i) {
+        for (size_t j = i + 1; j < sc.blocks.size(); ++j) {
+          const PlanBlock &a = sc.blocks[i], &b = sc.blocks[j];
+          if (a.first <= b.last && b.first <= a.last && BytesMeet(sc.offsets[i], a.size, sc.offsets[j], b.size)) {
+            sc.pairs.push_back({i, j});
+          }
+        }
+      }
+    } else {
+      sc.pairs = FindPlanOverlaps(sc.blocks, sc.offsets, 1000);
+      truncated = sc.pairs.size() >= 1000;
+    }
+    if (sc.pairs.empty()) continue;
+    sc.seen.clear();
     size_t more = 0;
-    for (const PlanOverlap& o : pairs) {
-      uint32_t sa = owner[o.a], sb = owner[o.b];
+    for (const PlanOverlap& o : sc.pairs) {
+      uint32_t sa = sc.owner[o.a], sb = sc.owner[o.b];
       if (sa == sb) continue;
       if (sa > sb) std::swap(sa, sb);
-      if (!seen.insert({sa, sb}).second) continue;
+      if (std::find(sc.seen.begin(), sc.seen.end(), std::make_pair(sa, sb)) != sc.seen.end()) continue;
+      sc.seen.emplace_back(sa, sb);
       const PlanStorage& a = m.storages[sa];
       const PlanStorage& b = m.storages[sb];
       const std::optional<LiveRun> c = Conflict(a, b);
@@ -176,16 +206,17 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
       // Locate at the one that comes alive later (the one placed onto bytes in use).
       const PlanStorage& later = (y.first > x.first || (y.first == x.first && sb > sa)) ? b : a;
       w.r.Error("plan-overlap",
-                Prefix(m) + StorageText(m, a) + " and " + StorageText(m, b) + " share bytes " + Bytes(lo, hi - lo) +
-                    " of planned buffer " + std::to_string(mid) + " while both are live: the first uses bytes " +
-                    Bytes(a.offset, a.nbytes) + " over " + RunText(p, m, x) + ", the second uses bytes " +
-                    Bytes(b.offset, b.nbytes) + " over " + RunText(p, m, y),
+                Prefix(m) + DescribeStorage(m, a) + " and " + DescribeStorage(m, b) + " share bytes " +
+                    Bytes(lo, hi - lo) + " of planned buffer " + std::to_string(mid) +
+                    " while both are live: the first uses bytes " + Bytes(a.offset, a.nbytes) + " over " +
+                    RunText(p, m, x) + ", the second uses bytes " + Bytes(b.offset, b.nbytes) + " over " +
+                    RunText(p, m, y),
                 w.at(AllocationOf(m, later.values.front())), "disjoint bytes or disjoint lifetimes",
                 both.last != both.first
                     ? "both live at instructions " + std::to_string(both.first) + ".." + std::to_string(both.last)
                     : "both live at instruction " + std::to_string(both.first));
     }
-    if (pairs.size() >= 1000) ++more;
+    if (truncated) ++more;
     if (more > 0) {
       w.r.Error("plan-overlap",
                 Prefix(m) + "more pairs of tensors share bytes of planned buffer " + std::to_string(mid) +
@@ -196,102 +227,98 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
   }
 }
 
-std::string Identity(const MethodLifetimes& m, const PlanStorage& s) {
-  const PlannedTensor* t = m.Tensor(s.values.front());
-  const auto* eti = t ? t->tensor->extra_tensor_info() : nullptr;
-  if (eti && eti->fully_qualified_name() && eti->fully_qualified_name()->size()) {
-    return eti->fully_qualified_name()->str();
-  }
-  return "@" + std::to_string(s.offset) + "+" + std::to_string(s.nbytes);
-}
-
 // State several methods keep in one buffer (share_mutable_buffers;
 // exir/passes/memory_planning_pass.py run_multimethod gives every spec of one
 // name the same mem_id and offset): the same state at the same bytes in every
 // method, and nothing of one method on another's state.
-void CheckSharedState(const Where& w, const efb::Program& /*p*/, const ProgramLifetimes& lt) {
-  std::map<uint32_t, std::set<size_t>> participants;
-  for (const SharedState& sh : lt.shared) {
-    for (const auto& u : sh.uses) participants[sh.memory_id].insert(u.method);
-    const auto& first = sh.uses.front();
-    const PlanStorage& a = lt.methods[first.method].storages[first.storage];
-    for (size_t k = 1; k < sh.uses.size(); ++k) {
-      const MethodLifetimes& mb = lt.methods[sh.uses[k].method];
-      const PlanStorage& b = mb.storages[sh.uses[k].storage];
+void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<StateBufferEntry>& entries,
+                      const std::vector<SharedStateGroup>& groups) {
+  auto method_name = [&](size_t m) {
+    const auto* plan = p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m));
+    return Quote(plan->name() ? plan->name()->str() : "");
+  };
+  std::set<std::pair<uint32_t, size_t>> participants;  // (memory_id, method)
+  for (const SharedStateGroup& g : groups) {
+    const StateBufferEntry& a = entries[g.entries.front()];
+    for (size_t k : g.entries) participants.emplace(g.memory_id, entries[k].method);
+    for (size_t k = 1; k < g.entries.size(); ++k) {
+      const StateBufferEntry& b = entries[g.entries[k]];
       if (a.offset == b.offset && a.nbytes == b.nbytes) continue;
+      const std::string name = g.identity.rfind('@', 0) == 0 ? b.text : Quote(g.identity);
       w.r.Error("plan-shared-state-mismatch",
-                Prefix(mb) + "state " + (sh.name.empty() ? StorageText(mb, b) : Quote(sh.name)) + " is at bytes " +
-                    Bytes(b.offset, b.nbytes) + " of planned buffer " + std::to_string(sh.memory_id) +
-                    ", but at bytes " + Bytes(a.offset, a.nbytes) + " in method " +
-                    Quote(lt.methods[first.method].name) +
+                "method " + method_name(b.method) + ": state " + name + " is at bytes " + Bytes(b.offset, b.nbytes) +
+                    " of planned buffer " + std::to_string(g.memory_id) + ", but at bytes " +
+                    Bytes(a.offset, a.nbytes) + " in method " + method_name(a.method) +
                     "; the methods keep their state in that buffer together (share_mutable_buffers), so each would "
                     "read the other's bytes",
-                w.at(AllocationOf(mb, b.values.front())), Bytes(a.offset, a.nbytes), Bytes(b.offset, b.nbytes));
+                w.at(b.where), Bytes(a.offset, a.nbytes), Bytes(b.offset, b.nbytes));
     }
   }
   size_t reported = 0;
-  for (const auto& [mid, methods] : participants) {
-    struct Persistent {
-      size_t method;
-      uint32_t storage;
-    };
-    std::vector<Persistent> state;
-    for (size_t mi : methods) {
-      const MethodLifetimes& m = lt.methods[mi];
-      for (uint32_t s = 0; s < m.storages.size(); ++s) {
-        if (m.storages[s].memory_id == mid && m.storages[s].persistent) state.push_back({mi, s});
+  for (const StateBufferEntry& a : entries) {
+    if (!participants.count({a.memory_id, a.method}) || !a.live || reported >= kMaxOverlapsPerMethod) continue;
+    for (const StateBufferEntry& b : entries) {
+      if (b.method == a.method || !b.persistent || b.memory_id != a.memory_id ||
+          !participants.count({b.memory_id, b.method}) || !BytesMeet(a.offset, a.nbytes, b.offset, b.nbytes)) {
+        continue;
       }
-    }
-    for (size_t mi : methods) {
-      const MethodLifetimes& m = lt.methods[mi];
-      for (uint32_t s = 0; s < m.storages.size() && reported < kMaxOverlapsPerMethod; ++s) {
-        const PlanStorage& a = m.storages[s];
-        if (a.memory_id != mid || a.nbytes == 0 || (a.live.empty() && !a.persistent)) continue;
-        for (const Persistent& q : state) {
-          if (q.method == mi) continue;
-          const MethodLifetimes& mo = lt.methods[q.method];
-          const PlanStorage& b = mo.storages[q.storage];
-          if (b.nbytes == 0 || !(a.offset < b.offset + b.nbytes && b.offset < a.offset + a.nbytes)) continue;
-          if (a.persistent && Identity(m, a) == Identity(mo, b)) continue;  // the same state (or a mismatch, above)
-          ++reported;
-          w.r.Error("plan-overlap",
-                    Prefix(m) + StorageText(m, a) + " uses bytes " + Bytes(a.offset, a.nbytes) + " of planned buffer " +
-                        std::to_string(mid) + ", which hold state " + StorageText(mo, b) + " of method " +
-                        Quote(mo.name) + " (bytes " + Bytes(b.offset, b.nbytes) +
-                        ") between calls: the methods keep their state in that buffer together "
-                        "(share_mutable_buffers), so running " +
-                        Quote(m.name) + " overwrites it",
-                    w.at(AllocationOf(m, a.values.front())), "bytes no other method's state uses",
-                    "overlap with " + Quote(mo.name) + "'s state");
-          break;
-        }
-      }
+      if (a.persistent && a.identity == b.identity) continue;  // the same state (or a mismatch, above)
+      ++reported;
+      w.r.Error("plan-overlap",
+                "method " + method_name(a.method) + ": " + a.text + " uses bytes " + Bytes(a.offset, a.nbytes) +
+                    " of planned buffer " + std::to_string(a.memory_id) + ", which hold state " + b.text +
+                    " of method " + method_name(b.method) + " (bytes " + Bytes(b.offset, b.nbytes) +
+                    ") between calls: the methods keep their state in that buffer together "
+                    "(share_mutable_buffers), so running " +
+                    method_name(a.method) + " overwrites it",
+                w.at(a.where), "bytes no other method's state uses",
+                "overlap with " + method_name(b.method) + "'s state");
+      break;
     }
   }
+}
+
+// One method: what the model found, what it could not derive, overlaps.
+void CheckMethod(const Where& w, const efb::Program& program, const MethodLifetimes& m, OverlapScratch& sc) {
+  for (const PlanProblem& pr : m.problems) {
+    w.r.Error(pr.code, Prefix(m) + pr.message, pr.where ? std::optional<uint64_t>(w.at(pr.where)) : std::nullopt,
+              pr.expected, pr.found);
+  }
+  if (!m.not_checked.empty()) {
+    w.r.Warn("plan-not-checked", Prefix(m) + "memory plan not checked: " + m.not_checked,
+             w.at(&*program.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m.plan_index))),
+             "lifetimes derived from the program", "not derived");
+    return;
+  }
+  if (!m.blocked) CheckOverlaps(w, program, m, sc);
 }
 
 }  // namespace
 
 void CheckMemoryPlan(const Where& w, const efb::Program& program, const ProgramLifetimes& lt) {
-  for (const MethodLifetimes& m : lt.methods) {
-    for (const PlanProblem& pr : m.problems) {
-      w.r.Error(pr.code, Prefix(m) + pr.message, pr.where ? std::optional<uint64_t>(w.at(pr.where)) : std::nullopt,
-                pr.expected, pr.found);
-    }
-    if (!m.not_checked.empty()) {
-      w.r.Warn("plan-not-checked", Prefix(m) + "memory plan not checked: " + m.not_checked,
-               w.at(&*program.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m.plan_index))),
-               "lifetimes derived from the program", "not derived");
-      continue;
-    }
-    if (m.blocked) continue;
-    CheckOverlaps(w, program, m);
+  OverlapScratch sc;
+  std::vector<StateBufferEntry> entries;
+  for (size_t k = 0; k < lt.methods.size(); ++k) {
+    CheckMethod(w, program, lt.methods[k], sc);
+    AddStateBufferEntries(lt.methods[k], k, entries);
   }
-  CheckSharedState(w, program, lt);
+  if (!entries.empty()) CheckSharedState(w, program, entries, FindSharedState(entries));
 }
 
+// One method at a time: its lifetimes are dropped once checked; what shared
+// state needs is kept in `entries` (nothing for methods without state).
 void CheckMemoryPlan(const Where& w, const efb::Program& program) {
-  CheckMemoryPlan(w, program, DeriveLifetimes(program));
+  const auto* plans = program.execution_plan();
+  if (!plans) return;
+  MethodLifetimesDeriver d(program, /*detail=*/false);
+  OverlapScratch sc;
+  std::vector<StateBufferEntry> entries;
+  for (size_t k = 0; k < plans->size(); ++k) {
+    const MethodLifetimes& m = d.Derive(k);
+    CheckMethod(w, program, m, sc);
+    AddStateBufferEntries(m, k, entries);
+  }
+  if (!entries.empty()) CheckSharedState(w, program, entries, FindSharedState(entries));
 }
 
 }  // namespace ptepack

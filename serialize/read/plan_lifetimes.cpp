@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -12,6 +14,8 @@
 namespace ptepack {
 
 namespace efb = executorch_flatbuffer;
+
+bool g_plan_lifetimes_general_only = false;
 
 const char* PlanOriginName(PlanOrigin o) {
   switch (o) {
@@ -129,6 +133,10 @@ class BitMatrix {
  public:
   BitMatrix() = default;
   BitMatrix(size_t rows, size_t bits) : words_((bits + 63) / 64), data_(rows * words_, 0) {}
+  void Reset(size_t rows, size_t bits) {
+    words_ = (bits + 63) / 64;
+    data_.assign(rows * words_, 0);
+  }
   uint64_t* row(size_t r) { return data_.data() + r * words_; }
   const uint64_t* row(size_t r) const { return data_.data() + r * words_; }
   size_t words() const { return words_; }
@@ -140,6 +148,20 @@ class BitMatrix {
 
 inline bool GetBit(const uint64_t* w, size_t i) { return (w[i >> 6] >> (i & 63)) & 1; }
 inline void SetBit(uint64_t* w, size_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
+
+// Sorts and merges runs in place (adjacent runs join).
+void CoalesceInPlace(std::vector<LiveRun>& r) {
+  std::sort(r.begin(), r.end(), [](const LiveRun& a, const LiveRun& b) { return a.first < b.first; });
+  size_t n = 0;
+  for (size_t k = 0; k < r.size(); ++k) {
+    if (n > 0 && r[k].first <= r[n - 1].last + 1) {
+      r[n - 1].last = std::max(r[n - 1].last, r[k].last);
+    } else {
+      r[n++] = r[k];
+    }
+  }
+  r.resize(n);
+}
 
 // Sorted, merged runs (adjacent runs join).
 std::vector<LiveRun> Coalesce(std::vector<LiveRun> r) {
@@ -159,6 +181,45 @@ std::vector<LiveRun> Coalesce(std::vector<LiveRun> r) {
 // the bytes are written on every path that reaches here pointing there.
 using RefSet = std::vector<std::pair<uint32_t, bool>>;  // sorted by storage
 
+// What the dataflow's recording pass collects: storage events of plain
+// values (a value's own storage), and target events (uses of a
+// MoveCall/et_view target, whose storage depends on the path).
+struct TargetEvent {
+  uint32_t instr;
+  uint32_t target;
+  uint8_t kind;   // 0 use, 1 kill (a full write through a single storage), 2 write, 3 re-pointed
+  uint32_t keys;  // kind 3: index in `alias_keys` of the storages it may use from here
+};
+struct Emit {
+  bool on = false;
+  std::vector<std::tuple<uint32_t, uint32_t, uint8_t>> sev;  // (instr, storage, 0 use / 1 kill / 2 write)
+  std::vector<TargetEvent> tev;
+  std::vector<std::vector<uint32_t>> alias_keys;
+};
+
+// The dataflow's working memory, kept from method to method.
+struct DataflowScratch {
+  std::vector<size_t> block_ev;
+  std::vector<uint32_t> entry_defined;
+  BitMatrix must_in, may_in, ue, kill, evin, live_in, live_out;
+  std::vector<std::vector<RefSet>> refs_in;
+  std::vector<uint8_t> visited, queued, input_storage;
+  std::vector<uint64_t> must, may, entry_must, entry_may, exit_must, exit_may, exit_bits;
+  std::vector<RefSet> refs, entry_refs, exit_refs;
+  Emit emit;
+  std::vector<uint32_t> sorted_storages;  // by (memory_id, offset), built when a coverage test needs it
+  std::vector<uint64_t> longest;          // per memory_id
+  std::vector<uint32_t> rbw, rbw_storage;
+  std::vector<Resolved> resolved;
+  std::vector<size_t> work, order;
+  std::vector<uint32_t> exit_use, exit_targets;
+  std::vector<LiveRun> local;
+  // StraightLine's
+  std::vector<uint32_t> first_ev, first_def, run_last, stamp;
+  std::vector<uint8_t> in_run, flags, clip;
+  std::vector<std::pair<uint32_t, uint32_t>> points;  // (storage, instruction)
+};
+
 struct Block {
   uint32_t first = 0, last = 0;  // instructions
   std::vector<uint32_t> succ;
@@ -171,29 +232,57 @@ bool ValidIndex(const V* v, int64_t i) {
   return v && i >= 0 && static_cast<uint64_t>(i) < v->size();
 }
 
+// Cross-method state, for the values of a method that only another method
+// may write (share_mutable_buffers): (buffer, offset) -> nbytes, method.
+struct StateAt {
+  uint32_t memory_id = 0;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  size_t method = 0;
+  bool operator<(const StateAt& o) const {
+    return std::tie(memory_id, offset, nbytes, method) < std::tie(o.memory_id, o.offset, o.nbytes, o.method);
+  }
+};
+
+// Derives one method at a time; its containers keep their capacity from one
+// method to the next, and so do the output's tensors and storages (pooled),
+// so that a program of many small methods costs little more than reading it.
 class MethodDeriver {
  public:
-  MethodDeriver(const efb::Program& p, size_t plan_index, MethodLifetimes& out)
-      : p_(p), plan_(*p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(plan_index))), out_(out) {
-    out_.plan_index = plan_index;
-    out_.name = plan_.name() ? plan_.name()->str() : "";
-  }
+  MethodDeriver(const efb::Program& p, bool detail) : p_(p), detail_(detail) {}
 
+  // Starts method `plan_index`, writing into `out` (whatever it held is reused).
+  void Reset(size_t plan_index, MethodLifetimes* out);
   // Phase 1: values, instructions, what each names; structure; the origins
   // that need no other method.
   void Collect();
+  // Whether Finish needs other methods' state (a planned tensor here that
+  // nothing writes and no view explains).
+  bool NeedsOtherState() const;
   // Phase 2: views, state other methods share, storages, dataflow.
-  void Finish(const std::multimap<std::pair<uint32_t, uint64_t>, uint64_t>& other_state);
-
-  const MethodLifetimes& out() const { return out_; }
+  // `other_state`: every method's state, sorted (entries of this method are skipped).
+  void Finish(const std::vector<StateAt>& other_state);
 
  private:
   using Plan = efb::ExecutionPlan;
   void NotChecked(const std::string& why) {
-    if (out_.not_checked.empty()) out_.not_checked = why;
+    if (out_->not_checked.empty()) out_->not_checked = why;
   }
   efb::KernelTypes Type(uint32_t v) const { return types_[v]; }
   bool IsTensor(uint32_t v) const { return types_[v] == efb::KernelTypes::Tensor; }
+  PlanStorage& NewStorage();
+  PlannedTensor& NewTensor();
+
+ public:
+  // Drops the tensors and storages of `out` this method did not use.
+  void Trim();
+
+ private:
+  bool StraightLine();
+  void ApplyRules();
+  void AssembleLive();
+  void ReportReadBeforeWrite();
+  bool Covered(uint32_t s, const uint64_t* bits);
   void CollectValues();
   void CollectInstructions();
   void AddKernelCall(uint32_t i, const efb::KernelCall& k);
@@ -203,16 +292,18 @@ class MethodDeriver {
   void CheckLoops();
   bool WrittenIn(uint32_t v, uint32_t lo, uint32_t hi);
   void ClassifyLocal();
-  void ResolveViews(const std::multimap<std::pair<uint32_t, uint64_t>, uint64_t>& other_state);
+  void ResolveViews(const std::vector<StateAt>& other_state);
   void BuildStorages();
   void BuildBlocks();
   bool Dataflow();
   void FinishTensors();
 
   const efb::Program& p_;
-  const Plan& plan_;
-  MethodLifetimes& out_;
-  uint32_t n_ = 0;  // instructions
+  const bool detail_;
+  const Plan* plan_ = nullptr;
+  MethodLifetimes* out_ = nullptr;
+  size_t ntensors_ = 0, nstorages_ = 0;  // used in out_->tensors / storages
+  uint32_t n_ = 0;                       // instructions
   std::vector<efb::KernelTypes> types_;
   std::vector<const efb::Instruction*> instrs_;
   std::vector<uint32_t> jump_dest_;                           // global, or kNone
@@ -230,17 +321,91 @@ class MethodDeriver {
   uint64_t work_ = 0;
   std::vector<std::vector<uint32_t>> writes_of_;  // value -> instructions that write it (built on first use)
   std::vector<uint32_t> moved_view_;              // values reported as views moved off their base
+  // Working memory of the phases (kept between methods).
+  std::vector<uint32_t> first_event_;
+  std::vector<uint8_t> first_reads_, written_, read_, viewed_, used_;
+  std::vector<uint32_t> first_use_;
+  std::vector<uint32_t> wstart_, wlist_;  // instructions that write each value (kWrite/kReadWrite/kWriteKeep/kDelegate)
+  std::vector<std::pair<uint64_t, uint32_t>> places_;  // (key of memory_id and offset, tensor index), sorted
+  std::vector<std::tuple<uint32_t, uint64_t, uint32_t>> by_offset_;    // (memory_id, offset, tensor index), sorted
+  std::vector<uint64_t> longest_;                                      // per memory_id
+  std::vector<std::tuple<int, uint64_t, uint32_t, uint32_t>> unread_;  // (dtype, nbytes, first write, value), sorted
+  std::vector<uint8_t> leader_;
+  std::vector<int32_t> ret_items_, items_;
+  DataflowScratch sc_;
 };
 
+void MethodDeriver::Reset(size_t plan_index, MethodLifetimes* out) {
+  plan_ = p_.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(plan_index));
+  out_ = out;
+  // Elements of the last method's tensors and storages are reused in place
+  // (their vectors keep their capacity); Trim drops what this one did not use.
+  ntensors_ = 0;
+  nstorages_ = 0;
+  out->plan_index = plan_index;
+  if (plan_->name()) {
+    out->name.assign(plan_->name()->c_str(), plan_->name()->size());
+  } else {
+    out->name.clear();
+  }
+  out->instruction_count = 0;
+  out->chain_starts.clear();
+  out->tensor_of_value.clear();
+  out->aliases.clear();
+  out->problems.clear();
+  out->not_checked.clear();
+  out->delegate_outputs.clear();
+  out->blocked = false;
+  n_ = 0;
+  instrs_.clear();
+  jump_dest_.clear();
+  events_.clear();
+  scalar_writes_.clear();
+  targets_.clear();
+  blocks_.clear();
+  work_ = 0;
+  writes_of_.clear();
+  moved_view_.clear();
+}
+
+PlanStorage& MethodDeriver::NewStorage() {
+  if (nstorages_ == out_->storages.size()) out_->storages.emplace_back();
+  PlanStorage& s = out_->storages[nstorages_++];
+  s.memory_id = 0;
+  s.offset = 0;
+  s.nbytes = 0;
+  s.persistent = false;
+  s.shared_across_methods = false;
+  s.values.clear();
+  s.pointed_by.clear();
+  s.live.clear();
+  s.direct.clear();
+  s.through.clear();
+  return s;
+}
+
+PlannedTensor& MethodDeriver::NewTensor() {
+  if (ntensors_ == out_->tensors.size()) out_->tensors.emplace_back();
+  PlannedTensor& t = out_->tensors[ntensors_++];
+  t.writers.clear();
+  t.readers.clear();
+  return t;
+}
+
+void MethodDeriver::Trim() {
+  out_->tensors.resize(ntensors_);
+  out_->storages.resize(nstorages_);
+}
+
 void MethodDeriver::CollectValues() {
-  const auto* vals = plan_.values();
+  const auto* vals = plan_->values();
   const uint32_t nv = vals ? vals->size() : 0;
   types_.assign(nv, efb::KernelTypes::NONE);
-  out_.tensor_of_value.assign(nv, -1);
+  out_->tensor_of_value.assign(nv, -1);
   is_input_.assign(nv, 0);
   is_output_.assign(nv, 0);
   copy_target_.assign(nv, 0);
-  const auto* ncbs = plan_.non_const_buffer_sizes();
+  const auto* ncbs = plan_->non_const_buffer_sizes();
   for (uint32_t v = 0; v < nv; ++v) {
     const auto* ev = vals->Get(v);
     types_[v] = ev->val() ? ev->val_type() : efb::KernelTypes::NONE;
@@ -248,9 +413,12 @@ void MethodDeriver::CollectValues() {
     const auto* t = ev->val_as_Tensor();
     const auto* ai = t->allocation_info();
     if (!ai) continue;
-    PlannedTensor pt;
+    PlannedTensor& pt = NewTensor();
     pt.value = v;
     pt.tensor = t;
+    pt.origin = PlanOrigin::kWritten;
+    pt.input = pt.output = false;
+    pt.storage = 0;
     pt.memory_id = ai->memory_id();
     pt.offset = (static_cast<uint64_t>(ai->memory_offset_high()) << 32) | ai->memory_offset_low();
     auto nb = TensorNbytes(*t);
@@ -264,9 +432,9 @@ void MethodDeriver::CollectValues() {
     if (pt.memory_id == 0 || !ncbs || pt.memory_id >= ncbs->size()) {
       NotChecked(Idx(v) + " is planned in buffer " + std::to_string(pt.memory_id) + ", which does not exist");
     }
-    out_.tensor_of_value[v] = static_cast<int32_t>(out_.tensors.size());
-    out_.tensors.push_back(std::move(pt));
+    out_->tensor_of_value[v] = static_cast<int32_t>(ntensors_ - 1);
   }
+  out_->tensors.resize(ntensors_);
   auto mark = [&](const flatbuffers::Vector<int32_t>* l, std::vector<uint8_t>& flag, bool input) {
     if (!l) return;
     for (int32_t v : *l) {
@@ -277,9 +445,9 @@ void MethodDeriver::CollectValues() {
       flag[static_cast<uint32_t>(v)] = 1;
     }
   };
-  mark(plan_.inputs(), is_input_, true);
-  mark(plan_.outputs(), is_output_, false);
-  for (auto& t : out_.tensors) {
+  mark(plan_->inputs(), is_input_, true);
+  mark(plan_->outputs(), is_output_, false);
+  for (auto& t : out_->tensors) {
     t.input = is_input_[t.value];
     t.output = is_output_[t.value];
   }
@@ -294,7 +462,7 @@ void MethodDeriver::Expand(uint32_t i, int32_t v, Role role) {
     return;
   }
   const auto uv = static_cast<uint32_t>(v);
-  const auto* ev = plan_.values()->Get(uv);
+  const auto* ev = plan_->values()->Get(uv);
   switch (types_[uv]) {
     case efb::KernelTypes::Tensor:
       events_.push_back({i, uv, role, 0});
@@ -322,26 +490,28 @@ void MethodDeriver::Expand(uint32_t i, int32_t v, Role role) {
 }
 
 // The tensor values a list names (items that are tensors), or {v} for a tensor.
-static std::vector<int32_t> TensorItems(const efb::ExecutionPlan& plan, const std::vector<efb::KernelTypes>& types,
-                                        int32_t v) {
-  std::vector<int32_t> out;
-  if (v < 0 || static_cast<size_t>(v) >= types.size()) return out;
+static void TensorItems(const efb::ExecutionPlan& plan, const std::vector<efb::KernelTypes>& types, int32_t v,
+                        std::vector<int32_t>& out) {
+  out.clear();
+  if (v < 0 || static_cast<size_t>(v) >= types.size()) return;
   const auto* ev = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(v));
   const flatbuffers::Vector<int32_t>* items = nullptr;
-  if (types[static_cast<size_t>(v)] == efb::KernelTypes::Tensor) return {v};
+  if (types[static_cast<size_t>(v)] == efb::KernelTypes::Tensor) {
+    out.push_back(v);
+    return;
+  }
   if (types[static_cast<size_t>(v)] == efb::KernelTypes::TensorList) items = ev->val_as_TensorList()->items();
   if (types[static_cast<size_t>(v)] == efb::KernelTypes::OptionalTensorList) {
     items = ev->val_as_OptionalTensorList()->items();
   }
   if (items) out.assign(items->begin(), items->end());
-  return out;
 }
 
 void MethodDeriver::AddKernelCall(uint32_t i, const efb::KernelCall& k) {
   const auto* args = k.args();
   if (!args) return;
   std::string op;
-  const auto* ops = plan_.operators();
+  const auto* ops = plan_->operators();
   if (ValidIndex(ops, k.op_index())) {
     const auto* o = ops->Get(static_cast<flatbuffers::uoffset_t>(k.op_index()));
     if (o->name()) op = o->name()->str();
@@ -360,7 +530,7 @@ void MethodDeriver::AddKernelCall(uint32_t i, const efb::KernelCall& k) {
     events_.push_back({i, static_cast<uint32_t>(arg(0)), Role::kTouch, 0});
     if (arg(0) != arg(2)) {
       events_.push_back({i, static_cast<uint32_t>(arg(2)), Role::kAlias, static_cast<uint32_t>(arg(0))});
-      out_.aliases.push_back({i, static_cast<uint32_t>(arg(0)), static_cast<uint32_t>(arg(2)), true});
+      out_->aliases.push_back({i, static_cast<uint32_t>(arg(0)), static_cast<uint32_t>(arg(2)), true});
     }
     return;
   }
@@ -372,12 +542,13 @@ void MethodDeriver::AddKernelCall(uint32_t i, const efb::KernelCall& k) {
   if ((op == "aten::copy_" || op == "aten::copy_.default") && n >= 2 && tensor_at(0) && arg(n - 1) == arg(0)) {
     for (uint32_t j = 1; j + 1 < n; ++j) Expand(i, arg(j), Role::kRead);
     events_.push_back({i, static_cast<uint32_t>(arg(0)), Role::kWriteKeep, 0});
-    if (const PlannedTensor* t = out_.Tensor(static_cast<uint32_t>(arg(0)))) copy_target_[t->value] = 1;
+    if (const PlannedTensor* t = out_->Tensor(static_cast<uint32_t>(arg(0)))) copy_target_[t->value] = 1;
     return;
   }
   if (n == 0) return;
   const int32_t ret = arg(n - 1);
-  const std::vector<int32_t> ret_items = TensorItems(plan_, types_, ret);
+  std::vector<int32_t>& ret_items = ret_items_;
+  TensorItems(*plan_, types_, ret, ret_items);
   const bool ret_is_tensors = IsTensor(static_cast<uint32_t>(ret)) ||
                               types_[static_cast<uint32_t>(ret)] == efb::KernelTypes::TensorList ||
                               types_[static_cast<uint32_t>(ret)] == efb::KernelTypes::OptionalTensorList;
@@ -392,7 +563,8 @@ void MethodDeriver::AddKernelCall(uint32_t i, const efb::KernelCall& k) {
       for (uint32_t j = 0; individual && j < k_items; ++j) individual = arg(n - 1 - k_items + j) == ret_items[j];
       if (individual) {
         outs_from = n - 1 - k_items;
-      } else if (TensorItems(plan_, types_, arg(n - 2)) == ret_items && !IsTensor(static_cast<uint32_t>(arg(n - 2)))) {
+      } else if (!IsTensor(static_cast<uint32_t>(arg(n - 2))) &&
+                 (TensorItems(*plan_, types_, arg(n - 2), items_), items_ == ret_items)) {
         outs_from = n - 2;
       }
     }
@@ -415,10 +587,10 @@ void MethodDeriver::AddKernelCall(uint32_t i, const efb::KernelCall& k) {
 }
 
 void MethodDeriver::CollectInstructions() {
-  const auto* chains = plan_.chains();
+  const auto* chains = plan_->chains();
   if (!chains) return;
   for (const auto* ch : *chains) {
-    out_.chain_starts.push_back(n_);
+    out_->chain_starts.push_back(n_);
     if (!ch->instructions()) continue;
     const uint64_t next = uint64_t{n_} + ch->instructions()->size();
     if (next >= kNone) {
@@ -427,13 +599,13 @@ void MethodDeriver::CollectInstructions() {
     }
     n_ = static_cast<uint32_t>(next);
   }
-  out_.instruction_count = n_;
+  out_->instruction_count = n_;
   instrs_.reserve(n_);
   jump_dest_.assign(n_, kNone);
   for (size_t c = 0; c < chains->size(); ++c) {
     const auto* ch = chains->Get(static_cast<flatbuffers::uoffset_t>(c));
     if (!ch->instructions()) continue;
-    const uint32_t base = out_.chain_starts[c];
+    const uint32_t base = out_->chain_starts[c];
     const uint32_t len = ch->instructions()->size();
     for (uint32_t li = 0; li < len; ++li) {
       const auto* ins = ch->instructions()->Get(li);
@@ -463,7 +635,7 @@ void MethodDeriver::CollectInstructions() {
             break;
           }
           if (from == to) break;  // the runtime assigns the EValue to itself: nothing changes
-          out_.aliases.push_back({i, static_cast<uint32_t>(from), static_cast<uint32_t>(to), false});
+          out_->aliases.push_back({i, static_cast<uint32_t>(from), static_cast<uint32_t>(to), false});
           if (IsTensor(static_cast<uint32_t>(from))) {
             events_.push_back({i, static_cast<uint32_t>(to), Role::kAlias, static_cast<uint32_t>(from)});
           } else {
@@ -511,11 +683,11 @@ void MethodDeriver::CollectInstructions() {
 // a MoveCall only from a branch's output into the value both branches of a
 // cond share (exir/emit/_emitter.py, output()), never a cycle.
 void MethodDeriver::CheckMoveCycles() {
-  if (out_.aliases.size() < 2) return;
+  if (out_->aliases.size() < 2) return;
   std::unordered_map<uint32_t, std::vector<size_t>> edges;  // from -> alias indices
-  for (size_t a = 0; a < out_.aliases.size(); ++a) edges[out_.aliases[a].from].push_back(a);
-  std::unordered_map<uint32_t, uint8_t> color;         // 0 new, 1 on the stack, 2 done
-  for (const PlanAlias& start_alias : out_.aliases) {  // in instruction order: the same answer every time
+  for (size_t a = 0; a < out_->aliases.size(); ++a) edges[out_->aliases[a].from].push_back(a);
+  std::unordered_map<uint32_t, uint8_t> color;          // 0 new, 1 on the stack, 2 done
+  for (const PlanAlias& start_alias : out_->aliases) {  // in instruction order: the same answer every time
     const uint32_t start = start_alias.from;
     if (color[start] != 0) continue;
     std::vector<std::pair<uint32_t, size_t>> stack{{start, 0}};
@@ -528,11 +700,11 @@ void MethodDeriver::CheckMoveCycles() {
         stack.pop_back();
         continue;
       }
-      const PlanAlias& a = out_.aliases[it->second[k++]];
+      const PlanAlias& a = out_->aliases[it->second[k++]];
       const uint8_t c = color[a.to];
       if (c == 1) {
         const auto* ins = instrs_[a.instruction];
-        out_.problems.push_back(
+        out_->problems.push_back(
             {"plan-move-cycle",
              "instruction " + std::to_string(a.instruction) + " (" + (a.et_view ? "et_view" : "MoveCall") + ") moves " +
                  Idx(a.from) + " into " + Idx(a.to) +
@@ -540,7 +712,7 @@ void MethodDeriver::CheckMoveCycles() {
                  "moves last ran in, so their lifetimes cannot be derived",
              ins->instr_args() ? ins->instr_args() : static_cast<const void*>(ins), "moves without a cycle",
              "a cycle through " + Idx(a.to)});
-        out_.blocked = true;
+        out_->blocked = true;
         return;
       }
       if (c == 0) {
@@ -573,9 +745,9 @@ bool MethodDeriver::WrittenIn(uint32_t v, uint32_t lo, uint32_t hi) {
     return it != w.end() && *it <= hi;
   };
   if (in_range(v)) return true;
-  const PlannedTensor* t = out_.Tensor(v);
+  const PlannedTensor* t = out_->Tensor(v);
   if (!t) return false;
-  for (const PlannedTensor& o : out_.tensors) {
+  for (const PlannedTensor& o : out_->tensors) {
     if (++work_ > kMaxWork) return true;  // the caller's answer then errs towards "written"
     if (o.value != v && o.memory_id == t->memory_id && o.offset < t->offset + t->nbytes &&
         t->offset < o.offset + o.nbytes && in_range(o.value)) {
@@ -591,7 +763,7 @@ bool MethodDeriver::WrittenIn(uint32_t v, uint32_t lo, uint32_t hi) {
 // it leads out: the runtime then runs until its instruction limit
 // (runtime/executor/method.cpp, kMaxInstructions) and fails.
 void MethodDeriver::CheckLoops() {
-  const auto* vals = plan_.values();
+  const auto* vals = plan_->values();
   for (uint32_t j = 0; j < n_; ++j) {
     const uint32_t d = jump_dest_[j];
     if (d == kNone || d > j) continue;
@@ -611,26 +783,26 @@ void MethodDeriver::CheckLoops() {
       exits = !(kconst && types_[kc] == efb::KernelTypes::Bool && vals->Get(kc)->val_as_Bool()->bool_val());
     }
     if (exits) continue;
-    out_.problems.push_back({"plan-loop-no-exit",
-                             "instruction " + std::to_string(j) + " jumps back to instruction " + std::to_string(d) +
-                                 " while " + Idx(c) + " is false, and nothing in instructions " + std::to_string(d) +
-                                 ".." + std::to_string(j) + " writes " + Idx(c) +
-                                 " or jumps out: once taken, the loop never ends",
-                             jf, "a loop whose condition changes inside it, or a jump out of it",
-                             constant ? "a constant condition" : "a condition written outside the loop"});
-    out_.blocked = true;
+    out_->problems.push_back({"plan-loop-no-exit",
+                              "instruction " + std::to_string(j) + " jumps back to instruction " + std::to_string(d) +
+                                  " while " + Idx(c) + " is false, and nothing in instructions " + std::to_string(d) +
+                                  ".." + std::to_string(j) + " writes " + Idx(c) +
+                                  " or jumps out: once taken, the loop never ends",
+                              jf, "a loop whose condition changes inside it, or a jump out of it",
+                              constant ? "a constant condition" : "a condition written outside the loop"});
+    out_->blocked = true;
     return;
   }
 }
 
 void MethodDeriver::Collect() {
   CollectValues();
-  if (!out_.not_checked.empty()) return;
+  if (!out_->not_checked.empty()) return;
   CollectInstructions();
-  if (!out_.not_checked.empty()) return;
+  if (!out_->not_checked.empty()) return;
   CheckMoveCycles();
-  if (!out_.blocked) CheckLoops();
-  if (out_.blocked) return;
+  if (!out_->blocked) CheckLoops();
+  if (out_->blocked) return;
   ClassifyLocal();
 }
 
@@ -649,8 +821,12 @@ void MethodDeriver::Collect() {
 //   method also writes (a buffer read, then updated in place or written back);
 // - a MoveCall/et_view target: its own bytes are never used.
 void MethodDeriver::ClassifyLocal() {
-  std::vector<uint32_t> first_event(types_.size(), kNone);
-  std::vector<uint8_t> first_reads(types_.size(), 0), written(types_.size(), 0);
+  auto& first_event = first_event_;
+  auto& first_reads = first_reads_;
+  auto& written = written_;
+  first_event.assign(types_.size(), kNone);
+  first_reads.assign(types_.size(), 0);
+  written.assign(types_.size(), 0);
   for (const Event& e : events_) {
     const uint32_t v = e.value;
     if (first_event[v] == kNone) {
@@ -664,7 +840,7 @@ void MethodDeriver::ClassifyLocal() {
       written[v] = 1;
     }
   }
-  for (PlannedTensor& t : out_.tensors) {
+  for (PlannedTensor& t : out_->tensors) {
     const auto* eti = t.tensor->extra_tensor_info();
     const bool named = eti && eti->fully_qualified_name() && eti->fully_qualified_name()->size() > 0;
     const bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
@@ -713,65 +889,83 @@ void MethodDeriver::ClassifyLocal() {
 // upstream program writes a tensor no one reads but an unused output of a
 // multi-output kernel): same dtype and size, written before the view is
 // used. That is plan-read-before-write.
-void MethodDeriver::ResolveViews(const std::multimap<std::pair<uint32_t, uint64_t>, uint64_t>& other_state) {
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by_place;  // (memory_id, offset) hash -> tensor indices
-  auto key = [](uint32_t mid, uint64_t off) { return off * 1000003ull ^ mid; };
-  for (uint32_t ti = 0; ti < out_.tensors.size(); ++ti) {
-    const auto& t = out_.tensors[ti];
-    by_place[key(t.memory_id, t.offset)].push_back(ti);
+bool MethodDeriver::NeedsOtherState() const {
+  if (!out_->not_checked.empty() || out_->blocked) return false;
+  for (const PlannedTensor& t : out_->tensors) {
+    if (t.origin == PlanOrigin::kUnwritten) return true;
   }
-  std::vector<std::vector<uint32_t>> writes(types_.size());
-  std::vector<uint8_t> read(types_.size(), 0);
-  std::vector<uint32_t> first_use(types_.size(), kNone);
+  return false;
+}
+
+void MethodDeriver::ResolveViews(const std::vector<StateAt>& other_state) {
+  if (!NeedsOtherState()) return;  // nothing unwritten: nothing to resolve
+  const size_t nv = types_.size();
+  // Per value: instructions that write it (CSR), whether anything reads it, first use.
+  read_.assign(nv, 0);
+  first_use_.assign(nv, kNone);
+  wstart_.assign(nv + 1, 0);
+  auto writes_role = [](Role r) {
+    return r == Role::kWrite || r == Role::kReadWrite || r == Role::kWriteKeep || r == Role::kDelegate;
+  };
   for (const Event& e : events_) {
-    first_use[e.value] = std::min(first_use[e.value], e.instr);
-    if (e.role == Role::kWrite || e.role == Role::kReadWrite || e.role == Role::kWriteKeep ||
-        e.role == Role::kDelegate) {
-      auto& w = writes[e.value];
-      if (w.empty() || w.back() != e.instr) w.push_back(e.instr);
-    }
-    if (e.role != Role::kWrite && e.role != Role::kWriteKeep) read[e.value] = 1;
+    first_use_[e.value] = std::min(first_use_[e.value], e.instr);
+    if (writes_role(e.role)) ++wstart_[e.value + 1];
+    if (e.role != Role::kWrite && e.role != Role::kWriteKeep) read_[e.value] = 1;
     if (e.role == Role::kAlias) {
-      read[e.aux] = 1;
-      first_use[e.aux] = std::min(first_use[e.aux], e.instr);
+      read_[e.aux] = 1;
+      first_use_[e.aux] = std::min(first_use_[e.aux], e.instr);
     }
   }
-  auto first_of = [&](const PlannedTensor& v) { return first_use[v.value] == kNone ? n_ : first_use[v.value]; };
+  for (size_t v = 0; v < nv; ++v) wstart_[v + 1] += wstart_[v];
+  wlist_.assign(wstart_[nv], 0);
+  {
+    std::vector<uint32_t>& fill = first_event_;  // reused as a cursor
+    fill.assign(wstart_.begin(), wstart_.end() - 1);
+    for (const Event& e : events_) {
+      if (writes_role(e.role)) wlist_[fill[e.value]++] = e.instr;  // ascending: events are in instruction order
+    }
+  }
+  auto writes_begin = [&](uint32_t v) { return wlist_.begin() + wstart_[v]; };
+  auto writes_end = [&](uint32_t v) { return wlist_.begin() + wstart_[v + 1]; };
+  auto first_write = [&](uint32_t v) { return wstart_[v] == wstart_[v + 1] ? kNone : wlist_[wstart_[v]]; };
+  auto first_of = [&](const PlannedTensor& v) { return first_use_[v.value] == kNone ? n_ : first_use_[v.value]; };
   auto same_type = [](const PlannedTensor& a, const PlannedTensor& b) {
     return a.tensor->scalar_type() == b.tensor->scalar_type();
   };
+  // Tensors by (buffer, offset).
+  by_offset_.clear();
+  for (uint32_t ti = 0; ti < out_->tensors.size(); ++ti) {
+    const auto& t = out_->tensors[ti];
+    by_offset_.emplace_back(t.memory_id, t.offset, ti);
+  }
+  std::sort(by_offset_.begin(), by_offset_.end());
   // 1. Views at their base's bytes.
-  std::vector<uint8_t> viewed(types_.size(), 0);
-  for (PlannedTensor& v : out_.tensors) {
+  viewed_.assign(nv, 0);
+  for (PlannedTensor& v : out_->tensors) {
     if (v.origin != PlanOrigin::kUnwritten) continue;
     const uint32_t f = first_of(v);
     int64_t best_time = -2;
     bool best_unread = false;
     uint32_t best = kNone;
-    auto it = by_place.find(key(v.memory_id, v.offset));
-    if (it == by_place.end()) continue;
-    for (uint32_t bi : it->second) {
+    for (auto it = std::lower_bound(by_offset_.begin(), by_offset_.end(), std::make_tuple(v.memory_id, v.offset, 0u));
+         it != by_offset_.end() && std::get<0>(*it) == v.memory_id && std::get<1>(*it) == v.offset; ++it) {
       if (++work_ > kMaxWork) {
         NotChecked("too many values share one offset for the view search");
         return;
       }
-      const PlannedTensor& b = out_.tensors[bi];
-      if (b.value == v.value || b.memory_id != v.memory_id || b.offset != v.offset || b.nbytes != v.nbytes ||
-          !same_type(b, v)) {
-        continue;
-      }
+      const PlannedTensor& b = out_->tensors[std::get<2>(*it)];
+      if (b.value == v.value || b.nbytes != v.nbytes || !same_type(b, v)) continue;
       int64_t time = -2;
       if (b.origin == PlanOrigin::kInput || b.origin == PlanOrigin::kState) {
         time = -1;
       } else if (b.origin == PlanOrigin::kWritten) {
-        const auto& w = writes[b.value];
-        auto wi = std::lower_bound(w.begin(), w.end(), f);
-        if (wi != w.begin()) time = *(wi - 1);
+        auto wi = std::lower_bound(writes_begin(b.value), writes_end(b.value), f);
+        if (wi != writes_begin(b.value)) time = *(wi - 1);
       }
       if (time == -2) continue;
       // A candidate nothing else reads is the base (its data has to go
       // somewhere); then the latest written, the bytes the view sees.
-      const bool unread = !read[b.value] && !b.output;
+      const bool unread = !read_[b.value] && !b.output;
       if (unread > best_unread || (unread == best_unread && time > best_time)) {
         best_unread = unread;
         best_time = time;
@@ -781,73 +975,80 @@ void MethodDeriver::ResolveViews(const std::multimap<std::pair<uint32_t, uint64_
     if (best != kNone) {
       v.origin = PlanOrigin::kView;
       v.storage = best;  // a value index until BuildStorages
-      viewed[best] = 1;
+      viewed_[best] = 1;
     }
   }
   // Byte ranges of what is written before instruction f (inputs and state
-  // before instruction 0), per buffer, for the coverage test.
-  std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_buffer;  // (offset, tensor index)
-  for (uint32_t ti = 0; ti < out_.tensors.size(); ++ti) {
-    const auto& t = out_.tensors[ti];
-    if (t.nbytes > 0) by_buffer[t.memory_id].emplace_back(t.offset, ti);
+  // before instruction 0), per buffer by offset, for the coverage test.
+  longest_.clear();
+  for (const PlannedTensor& t : out_->tensors) {
+    if (t.memory_id >= longest_.size()) longest_.resize(size_t{t.memory_id} + 1, 0);
+    longest_[t.memory_id] = std::max(longest_[t.memory_id], t.nbytes);
   }
-  for (auto& [mid, list] : by_buffer) std::sort(list.begin(), list.end());
   auto written_before = [&](const PlannedTensor& b, uint32_t f) {
     if (b.origin == PlanOrigin::kInput || b.origin == PlanOrigin::kState) return true;
     if (b.origin != PlanOrigin::kWritten) return false;
-    const auto& w = writes[b.value];
-    return !w.empty() && w.front() < f;
+    const uint32_t w = first_write(b.value);
+    return w != kNone && w < f;
   };
   auto covered = [&](const PlannedTensor& v, uint32_t f) {
     uint64_t reach = v.offset;
     const uint64_t hi = v.offset + v.nbytes;
-    for (const auto& [off, ti] : by_buffer[v.memory_id]) {
-      if (off >= hi) break;
+    const uint64_t from = v.offset > longest_[v.memory_id] ? v.offset - longest_[v.memory_id] : 0;
+    for (auto it = std::lower_bound(by_offset_.begin(), by_offset_.end(), std::make_tuple(v.memory_id, from, 0u));
+         it != by_offset_.end() && std::get<0>(*it) == v.memory_id && std::get<1>(*it) < hi; ++it) {
       if (++work_ > kMaxWork) return true;
-      const PlannedTensor& b = out_.tensors[ti];
-      if (b.value == v.value || off + b.nbytes <= reach || !written_before(b, f)) continue;
+      const PlannedTensor& b = out_->tensors[std::get<2>(*it)];
+      const uint64_t off = std::get<1>(*it);
+      if (b.value == v.value || b.nbytes == 0 || off + b.nbytes <= reach || !written_before(b, f)) continue;
       if (off > reach) return false;
       reach = off + b.nbytes;
       if (reach >= hi) return true;
     }
     return reach >= hi;
   };
-  for (PlannedTensor& v : out_.tensors) {
+  // Values written and then read by nothing, by (dtype, size), by when first written.
+  unread_.clear();
+  for (const PlannedTensor& b : out_->tensors) {
+    if (b.origin != PlanOrigin::kWritten || read_[b.value] || b.output || viewed_[b.value] ||
+        first_write(b.value) == kNone) {
+      continue;
+    }
+    unread_.emplace_back(static_cast<int>(b.tensor->scalar_type()), b.nbytes, first_write(b.value), b.value);
+  }
+  std::sort(unread_.begin(), unread_.end());
+  for (PlannedTensor& v : out_->tensors) {
     if (v.origin != PlanOrigin::kUnwritten) continue;
     const uint32_t f = first_of(v);
     // 2. State another method keeps at these bytes.
     bool shared = false;
-    auto range = other_state.equal_range({v.memory_id, v.offset});
-    for (auto r = range.first; r != range.second && !shared; ++r) shared = r->second >= v.nbytes;
+    for (auto r = std::lower_bound(other_state.begin(), other_state.end(), StateAt{v.memory_id, v.offset, 0, 0});
+         r != other_state.end() && r->memory_id == v.memory_id && r->offset == v.offset && !shared; ++r) {
+      shared = r->method != out_->plan_index && r->nbytes >= v.nbytes;
+    }
     if (shared) {
       v.origin = PlanOrigin::kSharedState;
       continue;
     }
-    // 3. A view moved off its base.
+    // 3. A view moved off its base: the latest such value written before it is used.
     uint32_t base = kNone;
-    for (const PlannedTensor& b : out_.tensors) {
-      if (++work_ > kMaxWork) {
-        NotChecked("too many planned tensors for the view search");
-        return;
-      }
-      if (b.origin != PlanOrigin::kWritten || read[b.value] || b.output || viewed[b.value] || b.nbytes != v.nbytes ||
-          !same_type(b, v) || writes[b.value].empty() || writes[b.value].front() >= f) {
-        continue;
-      }
-      base = b.value;
+    const int dtype = static_cast<int>(v.tensor->scalar_type());
+    auto it = std::lower_bound(unread_.begin(), unread_.end(), std::make_tuple(dtype, v.nbytes, f, 0u));
+    if (it != unread_.begin() && std::get<0>(*(it - 1)) == dtype && std::get<1>(*(it - 1)) == v.nbytes) {
+      base = std::get<3>(*(it - 1));
     }
     if (base != kNone) {
-      const PlannedTensor* b = out_.Tensor(base);
+      const PlannedTensor* b = out_->Tensor(base);
       const auto* ai = v.tensor->allocation_info();
-      out_.problems.push_back(
+      out_->problems.push_back(
           {"plan-read-before-write",
-           DescribePlannedValue(out_, v.value) + " is read by instruction " + std::to_string(f) + " (" +
-               InstructionLabel(p_, out_, f) + ") but no instruction writes it, and it is not at the bytes of " +
-               DescribePlannedValue(out_, base) + ", which has its type and size, is written by instruction " +
-               std::to_string(b->writers.empty() ? writes[base].front() : b->writers.front()) +
-               " and is never read: a view moved off its base (buffer " + std::to_string(v.memory_id) + ", bytes " +
-               "[" + std::to_string(v.offset) + ", " + std::to_string(v.offset + v.nbytes) + ") instead of [" +
-               std::to_string(b->offset) + ", " + std::to_string(b->offset + b->nbytes) + "))",
+           DescribePlannedValue(*out_, v.value) + " is read by instruction " + std::to_string(f) + " (" +
+               InstructionLabel(p_, *out_, f) + ") but no instruction writes it, and it is not at the bytes of " +
+               DescribePlannedValue(*out_, base) + ", which has its type and size, is written by instruction " +
+               std::to_string(first_write(base)) + " and is never read: a view moved off its base (buffer " +
+               std::to_string(v.memory_id) + ", bytes [" + std::to_string(v.offset) + ", " +
+               std::to_string(v.offset + v.nbytes) + ") instead of [" + std::to_string(b->offset) + ", " +
+               std::to_string(b->offset + b->nbytes) + "))",
            ai ? static_cast<const void*>(ai) : static_cast<const void*>(v.tensor),
            "a view at its base's bytes [" + std::to_string(b->offset) + ", " + std::to_string(b->offset + b->nbytes) +
                ")",
@@ -864,16 +1065,15 @@ void MethodDeriver::BuildStorages() {
   storage_of_value_.assign(types_.size(), kNone);
   // State that names the same buffer: one storage.
   std::map<std::tuple<uint32_t, uint64_t, std::string, uint32_t>, uint32_t> state_place;
-  for (PlannedTensor& t : out_.tensors) {
+  for (PlannedTensor& t : out_->tensors) {
     if (t.origin == PlanOrigin::kView) continue;
     if (t.origin == PlanOrigin::kEmpty) {
       // Its own storage (so that it has an offset to keep), outside the dataflow.
-      PlanStorage s;
+      t.storage = static_cast<uint32_t>(nstorages_);
+      PlanStorage& s = NewStorage();
       s.memory_id = t.memory_id;
       s.offset = t.offset;
       s.values.push_back(t.value);
-      t.storage = static_cast<uint32_t>(out_.storages.size());
-      out_.storages.push_back(std::move(s));
       continue;
     }
     if (t.origin == PlanOrigin::kState) {
@@ -883,43 +1083,44 @@ void MethodDeriver::BuildStorages() {
         auto k = std::make_tuple(t.memory_id, t.offset, name, name.empty() ? dbi : 0u);
         auto found = state_place.find(k);
         if (found != state_place.end()) {
-          PlanStorage& s = out_.storages[found->second];
+          PlanStorage& s = out_->storages[found->second];
           s.values.push_back(t.value);
           s.nbytes = std::max(s.nbytes, t.nbytes);
           t.storage = found->second;
           storage_of_value_[t.value] = t.storage;
           continue;
         }
-        state_place.emplace(k, static_cast<uint32_t>(out_.storages.size()));
+        state_place.emplace(k, static_cast<uint32_t>(nstorages_));
       }
     }
-    PlanStorage s;
+    t.storage = static_cast<uint32_t>(nstorages_);
+    storage_of_value_[t.value] = t.storage;
+    PlanStorage& s = NewStorage();
     s.memory_id = t.memory_id;
     s.offset = t.offset;
     s.nbytes = t.nbytes;
     s.values.push_back(t.value);
     s.persistent = t.origin == PlanOrigin::kState || t.origin == PlanOrigin::kSharedState;
-    t.storage = static_cast<uint32_t>(out_.storages.size());
-    storage_of_value_[t.value] = t.storage;
-    out_.storages.push_back(std::move(s));
   }
-  for (PlannedTensor& t : out_.tensors) {
+  for (PlannedTensor& t : out_->tensors) {
     if (t.origin != PlanOrigin::kView) continue;
     const uint32_t base = t.storage;  // the base's value index
     t.storage = storage_of_value_[base];
     storage_of_value_[t.value] = t.storage;
-    PlanStorage& s = out_.storages[t.storage];
+    PlanStorage& s = out_->storages[t.storage];
     s.values.push_back(t.value);
     s.nbytes = std::max(s.nbytes, t.nbytes);
   }
-  unplanned_ = static_cast<uint32_t>(out_.storages.size());
+  out_->storages.resize(nstorages_);
+  unplanned_ = static_cast<uint32_t>(out_->storages.size());
   fresh_ = unplanned_ + 1;
 }
 
 void MethodDeriver::BuildBlocks() {
   block_of_.assign(n_, 0);
   if (n_ == 0) return;
-  std::vector<uint8_t> leader(n_ + 1, 0);
+  auto& leader = leader_;
+  leader.assign(n_ + 1, 0);
   leader[0] = 1;
   for (uint32_t i = 0; i < n_; ++i) {
     if (jump_dest_[i] == kNone) continue;
@@ -931,7 +1132,7 @@ void MethodDeriver::BuildBlocks() {
     blocks_.back().last = i;
     block_of_[i] = static_cast<uint32_t>(blocks_.size() - 1);
   }
-  const auto* vals = plan_.values();
+  const auto* vals = plan_->values();
   for (Block& b : blocks_) {
     const uint32_t j = b.last;
     bool fall = true, jump = false;
@@ -957,6 +1158,257 @@ void MethodDeriver::BuildBlocks() {
   }
 }
 
+// Whether tensors written on every path here (`bits`: must-written
+// storages) cover storage s's bytes: a workspace argument over dead bytes,
+// not a read of bytes nothing wrote.
+bool MethodDeriver::Covered(uint32_t s, const uint64_t* bits) {
+  const size_t ns = out_->storages.size() + 1;
+  auto& sorted = sc_.sorted_storages;
+  auto& longest = sc_.longest;
+  if (sorted.empty()) {  // built on first need: most methods never read unwritten bytes
+    longest.clear();
+    for (uint32_t k = 0; k + 1 < ns; ++k) {
+      const PlanStorage& st = out_->storages[k];
+      if (st.nbytes == 0) continue;
+      sorted.push_back(k);
+      if (st.memory_id >= longest.size()) longest.resize(size_t{st.memory_id} + 1, 0);
+      longest[st.memory_id] = std::max(longest[st.memory_id], st.nbytes);
+    }
+    std::sort(sorted.begin(), sorted.end(), [&](uint32_t a, uint32_t c) {
+      return std::make_tuple(out_->storages[a].memory_id, out_->storages[a].offset, a) <
+             std::make_tuple(out_->storages[c].memory_id, out_->storages[c].offset, c);
+    });
+  }
+  const PlanStorage& st = out_->storages[s];
+  const uint64_t lo = st.offset, hi = st.offset + st.nbytes;
+  const uint64_t from = lo > longest[st.memory_id] ? lo - longest[st.memory_id] : 0;
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), std::make_pair(st.memory_id, from),
+                             [&](uint32_t a, const std::pair<uint32_t, uint64_t>& k) {
+                               return std::make_pair(out_->storages[a].memory_id, out_->storages[a].offset) < k;
+                             });
+  uint64_t reach = lo;  // [lo, reach) is covered
+  for (; it != sorted.end() && out_->storages[*it].memory_id == st.memory_id && out_->storages[*it].offset < hi; ++it) {
+    ++work_;
+    if (*it == s || !GetBit(bits, *it)) continue;
+    const PlanStorage& o = out_->storages[*it];
+    if (o.offset > reach) return false;
+    reach = std::max(reach, o.offset + o.nbytes);
+    if (reach >= hi) return true;
+  }
+  return reach >= hi;
+}
+
+// One block that nothing jumps back into, and no MoveCall or et_view (what
+// most programs are): the forward analysis is one pass (written on every
+// path = on some path), liveness one backward pass. The same rules as
+// Dataflow, without its per-block sets.
+bool MethodDeriver::StraightLine() {
+  const size_t nsp = out_->storages.size();
+  const size_t nv = types_.size();
+  const size_t W = (nsp + 1 + 63) / 64;
+  auto& must = sc_.must;
+  must.assign(W, 0);
+  for (const PlannedTensor& t : out_->tensors) {
+    if (t.origin == PlanOrigin::kInput || t.origin == PlanOrigin::kState || t.origin == PlanOrigin::kSharedState) {
+      SetBit(must.data(), t.storage);
+    }
+  }
+  SetBit(must.data(), unplanned_);
+  sc_.entry_must = must;
+  sc_.sorted_storages.clear();
+  auto& rbw = sc_.rbw;
+  auto& rbw_storage = sc_.rbw_storage;
+  auto& resolved = sc_.resolved;
+  rbw.assign(nv, kNone);
+  rbw_storage.assign(nv, kNone);
+  resolved.assign(events_.size(), Resolved::kNo);
+  auto& sev = sc_.emit.sev;
+  sev.clear();
+  auto& first_ev = sc_.first_ev;
+  auto& first_def = sc_.first_def;
+  first_ev.assign(nsp, kNone);
+  first_def.assign(nsp, kNone);
+  auto storage_of = [&](uint32_t v) { return storage_of_value_[v] == kNone ? unplanned_ : storage_of_value_[v]; };
+  auto use = [&](uint32_t v, uint32_t i, bool check) {
+    const uint32_t st = storage_of(v);
+    if (st == unplanned_) return;
+    sev.emplace_back(i, st, 0);
+    if (first_ev[st] == kNone) first_ev[st] = i;
+    if (check && !GetBit(must.data(), st) && rbw[v] == kNone && !Covered(st, must.data())) {
+      rbw[v] = i;
+      rbw_storage[v] = st;
+    }
+  };
+  auto write = [&](uint32_t v, uint32_t i, bool kill) {
+    const uint32_t st = storage_of(v);
+    if (st == unplanned_) return;
+    SetBit(must.data(), st);
+    sev.emplace_back(i, st, kill ? 1 : 2);
+    if (first_ev[st] == kNone) first_ev[st] = i;
+    if (first_def[st] == kNone) first_def[st] = i;
+  };
+  for (size_t e = 0; e < events_.size();) {
+    const uint32_t i = events_[e].instr;
+    size_t end = e;
+    while (end < events_.size() && events_[end].instr == i) ++end;
+    for (size_t k = e; k < end; ++k) {  // reads first: what the instruction sees
+      const Event& ev = events_[k];
+      switch (ev.role) {
+        case Role::kRead:
+        case Role::kReadWrite:
+          use(ev.value, i, true);
+          break;
+        case Role::kTouch:
+        case Role::kWriteKeep:
+          use(ev.value, i, false);
+          break;
+        case Role::kDelegate: {
+          const uint32_t st = storage_of(ev.value);
+          resolved[k] = st == unplanned_ || GetBit(must.data(), st) ? Resolved::kRead : Resolved::kOutput;
+          if (resolved[k] == Resolved::kRead) use(ev.value, i, false);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    for (size_t k = e; k < end; ++k) {  // then writes
+      const Event& ev = events_[k];
+      switch (ev.role) {
+        case Role::kWrite:
+          write(ev.value, i, true);
+          break;
+        case Role::kReadWrite:
+        case Role::kWriteKeep:
+          write(ev.value, i, false);
+          break;
+        case Role::kDelegate:
+          if (resolved[k] == Resolved::kOutput) {
+            write(ev.value, i, true);
+            out_->delegate_outputs.emplace_back(i, ev.value);
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    e = end;
+  }
+  // The caller reads the outputs when the method returns; state lives on.
+  auto& in_run = sc_.in_run;  // live after the instruction being looked at
+  auto& run_last = sc_.run_last;
+  in_run.assign(nsp, 0);
+  run_last.assign(nsp, 0);
+  for (uint32_t v = 0; v < nv; ++v) {
+    if (!is_output_[v] || !IsTensor(v)) continue;
+    const uint32_t st = storage_of(v);
+    if (st == unplanned_) continue;
+    in_run[st] = 1;
+    if (!GetBit(must.data(), st) && rbw[v] == kNone && !Covered(st, must.data())) {
+      rbw[v] = n_;
+      rbw_storage[v] = st;
+    }
+  }
+  for (size_t st = 0; st < nsp; ++st) {
+    if (out_->storages[st].persistent) in_run[st] = 1;
+    if (in_run[st]) run_last[st] = n_ - 1;
+  }
+  used_.assign(nv, 0);
+  for (const Event& ev : events_) {
+    if (out_->tensor_of_value[ev.value] >= 0) used_[ev.value] = 1;
+  }
+  if (detail_) {
+    for (size_t k = 0; k < events_.size(); ++k) {
+      const Event& ev = events_[k];
+      const int32_t ti = out_->tensor_of_value[ev.value];
+      if (ti < 0) continue;
+      PlannedTensor& t = out_->tensors[static_cast<size_t>(ti)];
+      const bool reads = ev.role == Role::kRead || ev.role == Role::kReadWrite ||
+                         (ev.role == Role::kDelegate && resolved[k] == Resolved::kRead);
+      const bool writes = ev.role == Role::kWrite || ev.role == Role::kReadWrite || ev.role == Role::kWriteKeep ||
+                          (ev.role == Role::kDelegate && resolved[k] == Resolved::kOutput);
+      if (reads && (t.readers.empty() || t.readers.back() != ev.instr)) t.readers.push_back(ev.instr);
+      if (writes && (t.writers.empty() || t.writers.back() != ev.instr)) t.writers.push_back(ev.instr);
+    }
+  }
+  // Liveness, backward: a storage is live at an instruction that names it
+  // and from a write to the last read after it; a full write ends it.
+  auto& stamp = sc_.stamp;
+  auto& flags = sc_.flags;
+  stamp.assign(nsp, kNone);
+  flags.assign(nsp, 0);
+  for (size_t k = sev.size(); k > 0;) {
+    const uint32_t i = std::get<0>(sev[k - 1]);
+    size_t lo = k;
+    while (lo > 0 && std::get<0>(sev[lo - 1]) == i) --lo;
+    for (size_t q = lo; q < k; ++q) {
+      const uint32_t st = std::get<1>(sev[q]);
+      if (stamp[st] != i) {
+        stamp[st] = i;
+        flags[st] = 0;
+      }
+      const uint8_t kind = std::get<2>(sev[q]);
+      flags[st] |= kind == 0 ? 1 : kind == 1 ? 2 : 4;
+    }
+    for (size_t q = lo; q < k; ++q) {
+      const uint32_t st = std::get<1>(sev[q]);
+      if (flags[st] & 8) continue;  // done at this instruction
+      flags[st] |= 8;
+      const bool after = in_run[st];
+      if (!after) run_last[st] = i;
+      const bool before = (flags[st] & 1) || (!(flags[st] & 2) && after);
+      if (!before) out_->storages[st].direct.push_back({i, run_last[st]});
+      in_run[st] = before;
+    }
+    k = lo;
+  }
+  for (size_t st = 0; st < nsp; ++st) {
+    if (in_run[st] && n_ > 0) out_->storages[st].direct.push_back({0, run_last[st]});
+  }
+  // Nothing can be in a storage before its first write unless it was there
+  // at the start: before that, keep only the instructions that name it.
+  auto& clip = sc_.clip;
+  clip.assign(nsp, 0);
+  bool any_clip = false;
+  for (size_t st = 0; st < nsp; ++st) {
+    if (!GetBit(sc_.entry_must.data(), st) && first_ev[st] != kNone && first_ev[st] < first_def[st]) {
+      clip[st] = 1;
+      any_clip = true;
+    }
+  }
+  if (any_clip) {
+    auto& points = sc_.points;
+    points.clear();
+    for (const auto& [i, st, kind] : sev) {
+      if (clip[st] && i < first_def[st]) points.emplace_back(st, i);
+    }
+    std::sort(points.begin(), points.end());
+    auto& local = sc_.local;
+    for (size_t st = 0; st < nsp; ++st) {
+      if (!clip[st]) continue;
+      local.swap(out_->storages[st].direct);
+      auto& runs = out_->storages[st].direct;
+      runs.clear();
+      const uint32_t fd = first_def[st];
+      for (const LiveRun& r : local) {
+        if (r.first >= fd) {
+          runs.push_back(r);
+          continue;
+        }
+        for (auto p = std::lower_bound(points.begin(), points.end(), std::make_pair(uint32_t(st), r.first));
+             p != points.end() && p->first == st && p->second <= r.last && p->second < fd; ++p) {
+          runs.push_back({p->second, p->second});
+        }
+        if (fd != kNone && r.last >= fd) runs.push_back({fd, r.last});
+      }
+    }
+  }
+  ApplyRules();
+  AssembleLive();
+  ReportReadBeforeWrite();
+  return true;
+}
+
 // Forward: which storages are written on every / some path (must / may), where
 // each MoveCall/et_view target points; then, once that is stable, one more
 // pass records each storage's uses, kills and writes, the read-before-write
@@ -965,8 +1417,11 @@ void MethodDeriver::BuildBlocks() {
 // and the last read that can see it (kills end it), but never before
 // anything can have written it.
 bool MethodDeriver::Dataflow() {
+  if (blocks_.size() == 1 && blocks_[0].succ.empty() && targets_.empty() && !g_plan_lifetimes_general_only) {
+    return StraightLine();
+  }
   const size_t nb = blocks_.size();
-  const size_t ns = out_.storages.size() + 1;  // + unplanned
+  const size_t ns = out_->storages.size() + 1;  // + unplanned
   const size_t nt = targets_.size();
   if (uint64_t{nb} * ns > kMaxBlockCells || uint64_t{nb} * nt > kMaxTargetCells) {
     NotChecked("its control flow is too large for the plan check (" + std::to_string(nb) + " blocks x " +
@@ -974,7 +1429,8 @@ bool MethodDeriver::Dataflow() {
     return false;
   }
   // Events per block (they are in instruction order).
-  std::vector<size_t> block_ev(nb + 1, events_.size());
+  auto& block_ev = sc_.block_ev;
+  block_ev.assign(nb + 1, events_.size());
   {
     size_t e = 0;
     for (size_t b = 0; b < nb; ++b) {
@@ -984,71 +1440,48 @@ bool MethodDeriver::Dataflow() {
   }
   // The storage a non-target value uses.
   auto storage_of = [&](uint32_t v) { return storage_of_value_[v] == kNone ? unplanned_ : storage_of_value_[v]; };
-  std::vector<uint32_t> entry_defined;
-  for (const PlannedTensor& t : out_.tensors) {
+  auto& entry_defined = sc_.entry_defined;
+  entry_defined.clear();
+  for (const PlannedTensor& t : out_->tensors) {
     if (t.origin == PlanOrigin::kInput || t.origin == PlanOrigin::kState || t.origin == PlanOrigin::kSharedState) {
       entry_defined.push_back(t.storage);
     }
   }
-  BitMatrix must_in(nb, ns), may_in(nb, ns);
-  std::vector<std::vector<RefSet>> refs_in(nb);
-  std::vector<uint8_t> visited(nb, 0);
+  auto& must_in = sc_.must_in;
+  auto& may_in = sc_.may_in;
+  must_in.Reset(nb, ns);
+  may_in.Reset(nb, ns);
+  auto& refs_in = sc_.refs_in;
+  refs_in.clear();
+  refs_in.resize(nb);
+  auto& visited = sc_.visited;
+  visited.assign(nb, 0);
   const size_t W = must_in.words();
-  std::vector<uint64_t> must(W), may(W);
-  std::vector<RefSet> refs(nt);
+  auto& must = sc_.must;
+  auto& may = sc_.may;
+  must.assign(W, 0);
+  may.assign(W, 0);
+  auto& refs = sc_.refs;
+  refs.clear();
+  refs.resize(nt);
 
-  // What the recording pass collects: storage events of plain values (a
-  // value's own storage), and target events (uses of a MoveCall/et_view
-  // target, whose storage depends on the path).
-  struct TargetEvent {
-    uint32_t instr;
-    uint32_t target;
-    uint8_t kind;   // 0 use, 1 kill (a full write through a single storage), 2 write, 3 re-pointed
-    uint32_t keys;  // kind 3: index in `alias_keys` of the storages it may use from here
-  };
-  struct Emit {
-    bool on = false;
-    std::vector<std::tuple<uint32_t, uint32_t, uint8_t>> sev;  // (instr, storage, 0 use / 1 kill / 2 write)
-    std::vector<TargetEvent> tev;
-    std::vector<std::vector<uint32_t>> alias_keys;
-  } emit;
+  auto& emit = sc_.emit;
+  emit.on = false;
+  emit.sev.clear();
+  emit.tev.clear();
+  emit.alias_keys.clear();
   // Storages of each buffer by offset: a read of bytes its own tensor has
   // not written is fine when tensors written earlier on every path cover
   // them (a workspace argument over dead bytes); plan-read-before-write
   // otherwise.
-  std::map<uint32_t, std::vector<uint32_t>> by_offset;
-  std::map<uint32_t, uint64_t> longest;
-  for (uint32_t s = 0; s + 1 < ns; ++s) {
-    const PlanStorage& st = out_.storages[s];
-    if (st.nbytes == 0) continue;
-    by_offset[st.memory_id].push_back(s);
-    longest[st.memory_id] = std::max(longest[st.memory_id], st.nbytes);
-  }
-  for (auto& [mid, list] : by_offset) {
-    std::stable_sort(list.begin(), list.end(),
-                     [&](uint32_t a, uint32_t c) { return out_.storages[a].offset < out_.storages[c].offset; });
-  }
-  auto covered = [&](uint32_t s, const uint64_t* bits) {
-    const PlanStorage& st = out_.storages[s];
-    const auto& list = by_offset[st.memory_id];
-    const uint64_t lo = st.offset, hi = st.offset + st.nbytes;
-    const uint64_t from = lo > longest[st.memory_id] ? lo - longest[st.memory_id] : 0;
-    auto it = std::lower_bound(list.begin(), list.end(), from,
-                               [&](uint32_t a, uint64_t off) { return out_.storages[a].offset < off; });
-    uint64_t reach = lo;  // [lo, reach) is covered
-    for (; it != list.end() && out_.storages[*it].offset < hi; ++it) {
-      ++work_;
-      if (*it == s || !GetBit(bits, *it)) continue;
-      const PlanStorage& o = out_.storages[*it];
-      if (o.offset > reach) return false;
-      reach = std::max(reach, o.offset + o.nbytes);
-      if (reach >= hi) return true;
-    }
-    return reach >= hi;
-  };
-  std::vector<uint32_t> rbw(types_.size(), kNone);  // first read before write, per value
-  std::vector<uint32_t> rbw_storage(types_.size(), kNone);
-  std::vector<Resolved> resolved(events_.size(), Resolved::kNo);
+  sc_.sorted_storages.clear();
+  auto covered = [&](uint32_t st, const uint64_t* bits) { return Covered(st, bits); };
+  auto& rbw = sc_.rbw;  // first read before write, per value
+  auto& rbw_storage = sc_.rbw_storage;
+  auto& resolved = sc_.resolved;
+  rbw.assign(types_.size(), kNone);
+  rbw_storage.assign(types_.size(), kNone);
+  resolved.assign(events_.size(), Resolved::kNo);
   bool fresh_used = false;
   uint32_t fresh_value = 0;
 
@@ -1165,7 +1598,7 @@ bool MethodDeriver::Dataflow() {
             break;
           case Role::kDelegate:
             if (resolved[k] != Resolved::kRead) write(ev.value, i, resolved[k] == Resolved::kOutput);
-            if (resolved[k] == Resolved::kOutput && emit.on) out_.delegate_outputs.emplace_back(i, ev.value);
+            if (resolved[k] == Resolved::kOutput && emit.on) out_->delegate_outputs.emplace_back(i, ev.value);
             break;
           case Role::kAlias: {
             const auto to = static_cast<uint32_t>(target_of_value_[ev.value]);
@@ -1247,11 +1680,20 @@ bool MethodDeriver::Dataflow() {
   SetBit(must.data(), unplanned_);
   SetBit(may.data(), unplanned_);
   for (RefSet& r : refs) r.assign(1, {fresh_, false});
-  std::vector<uint64_t> entry_must = must, entry_may = may;
-  const std::vector<RefSet> entry_refs = refs;
+  auto& entry_must = sc_.entry_must;
+  auto& entry_may = sc_.entry_may;
+  auto& entry_refs = sc_.entry_refs;
+  entry_must = must;
+  entry_may = may;
+  entry_refs = refs;
   // Exit state (what the caller sees): merged from every block that ends the method.
-  std::vector<uint64_t> exit_must(W, ~uint64_t{0}), exit_may(W, 0);
-  std::vector<RefSet> exit_refs(nt);
+  auto& exit_must = sc_.exit_must;
+  auto& exit_may = sc_.exit_may;
+  auto& exit_refs = sc_.exit_refs;
+  exit_must.assign(W, ~uint64_t{0});
+  exit_may.assign(W, 0);
+  exit_refs.clear();
+  exit_refs.resize(nt);
   bool exit_seen = false;
   auto merge_exit = [&] {
     for (size_t w = 0; w < W; ++w) {
@@ -1277,8 +1719,10 @@ bool MethodDeriver::Dataflow() {
   };
   if (nb > 0) {
     merge_into(0);
-    std::vector<size_t> work{0};
-    std::vector<uint8_t> queued(nb, 0);
+    auto& work = sc_.work;
+    work.assign(1, 0);
+    auto& queued = sc_.queued;
+    queued.assign(nb, 0);
     queued[0] = 1;
     uint64_t visits = 0;
     while (!work.empty()) {
@@ -1319,8 +1763,10 @@ bool MethodDeriver::Dataflow() {
     return false;
   }
   // The caller reads the outputs when the method returns.
-  std::vector<uint32_t> exit_use;
-  std::vector<uint32_t> exit_targets;
+  auto& exit_use = sc_.exit_use;
+  auto& exit_targets = sc_.exit_targets;
+  exit_use.clear();
+  exit_targets.clear();
   auto exit_read = [&](uint32_t v) {
     const int32_t t = target_of_value_[v];
     if (t >= 0) {
@@ -1353,16 +1799,21 @@ bool MethodDeriver::Dataflow() {
     }
   }
   for (size_t s = 0; s + 1 < ns; ++s) {
-    if (out_.storages[s].persistent) exit_use.push_back(static_cast<uint32_t>(s));
+    if (out_->storages[s].persistent) exit_use.push_back(static_cast<uint32_t>(s));
   }
-  if (!out_.not_checked.empty()) return false;
+  if (!out_->not_checked.empty()) return false;
 
-  // Writers and readers by name; delegate arguments as resolved.
+  // Which planned values reachable code names; with detail, the
+  // instructions that write and read each by name (delegate arguments as
+  // resolved).
+  used_.assign(types_.size(), 0);
   for (size_t k = 0; k < events_.size(); ++k) {
     const Event& ev = events_[k];
-    const int32_t ti = out_.tensor_of_value[ev.value];
+    const int32_t ti = out_->tensor_of_value[ev.value];
     if (ti < 0 || !visited[block_of_[ev.instr]]) continue;
-    PlannedTensor& t = out_.tensors[static_cast<size_t>(ti)];
+    used_[ev.value] = 1;
+    if (!detail_) continue;
+    PlannedTensor& t = out_->tensors[static_cast<size_t>(ti)];
     const bool reads = ev.role == Role::kRead || ev.role == Role::kReadWrite ||
                        (ev.role == Role::kDelegate && resolved[k] != Resolved::kOutput);
     const bool writes = ev.role == Role::kWrite || ev.role == Role::kReadWrite || ev.role == Role::kWriteKeep ||
@@ -1372,7 +1823,16 @@ bool MethodDeriver::Dataflow() {
   }
   // Backward liveness over blocks.
   const size_t nsp = ns - 1;  // planned storages
-  BitMatrix ue(nb, nsp), kill(nb, nsp), evin(nb, nsp), live_in(nb, nsp), live_out(nb, nsp);
+  auto& ue = sc_.ue;
+  auto& kill = sc_.kill;
+  auto& evin = sc_.evin;
+  auto& live_in = sc_.live_in;
+  auto& live_out = sc_.live_out;
+  ue.Reset(nb, nsp);
+  kill.Reset(nb, nsp);
+  evin.Reset(nb, nsp);
+  live_in.Reset(nb, nsp);
+  live_out.Reset(nb, nsp);
   const size_t LW = ue.words();
   for (const auto& [i, s, k] : emit.sev) {
     const size_t b = block_of_[i];
@@ -1380,7 +1840,8 @@ bool MethodDeriver::Dataflow() {
     if (k == 1) SetBit(kill.row(b), s);
     SetBit(evin.row(b), s);
   }
-  std::vector<uint64_t> exit_bits(LW, 0);
+  auto& exit_bits = sc_.exit_bits;
+  exit_bits.assign(LW, 0);
   for (uint32_t s : exit_use) SetBit(exit_bits.data(), s);
   for (bool changed = true; changed;) {
     changed = false;
@@ -1404,8 +1865,9 @@ bool MethodDeriver::Dataflow() {
   }
   // Runs: within blocks where the storage has events, a backward scan; whole
   // blocks where it is live through without events.
-  std::vector<std::vector<LiveRun>> runs(nsp);
-  std::vector<size_t> order(emit.sev.size());
+  // (Each storage's `direct` collects its runs, then is sorted and merged.)
+  auto& order = sc_.order;
+  order.resize(emit.sev.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t c) { return std::get<1>(emit.sev[a]) < std::get<1>(emit.sev[c]); });
@@ -1427,7 +1889,9 @@ bool MethodDeriver::Dataflow() {
         break;
       }
     }
-    std::vector<LiveRun> local;
+    auto& local = sc_.local;
+    local.clear();
+    auto& runs_s = out_->storages[s].direct;
     bool live = GetBit(live_out.row(b), s);
     uint32_t run_last = bl.last;
     bool in_run = live;
@@ -1456,14 +1920,14 @@ bool MethodDeriver::Dataflow() {
     // it before the block: keep only the instructions that name it.
     for (const LiveRun& r : local) {
       if (may_at_entry || r.first >= first_def) {
-        runs[s].push_back(r);
+        runs_s.push_back(r);
         continue;
       }
       for (size_t q = x; q < y; ++q) {
         const uint32_t i = std::get<0>(emit.sev[order[q]]);
-        if (i >= r.first && i <= r.last && i < first_def) runs[s].push_back({i, i});
+        if (i >= r.first && i <= r.last && i < first_def) runs_s.push_back({i, i});
       }
-      if (r.last >= first_def) runs[s].push_back({first_def, r.last});
+      if (r.last >= first_def) runs_s.push_back({first_def, r.last});
     }
     x = y;
   }
@@ -1478,31 +1942,11 @@ bool MethodDeriver::Dataflow() {
       while (bits) {
         const size_t s = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
         bits &= bits - 1;
-        runs[s].push_back({blocks_[b].first, blocks_[b].last});
+        out_->storages[s].direct.push_back({blocks_[b].first, blocks_[b].last});
       }
     }
   }
-  // The rules that hold whatever the dataflow says: state lives from the
-  // first to the last instruction; an input from the first instruction up
-  // to its first use.
-  std::vector<uint8_t> input_storage(nsp, 0);
-  for (const PlannedTensor& t : out_.tensors) {
-    if (t.origin == PlanOrigin::kInput) input_storage[t.storage] = 1;
-  }
-  for (size_t s = 0; s < nsp; ++s) {
-    auto& r = runs[s];
-    PlanStorage& st = out_.storages[s];
-    if (n_ > 0 && st.persistent) {
-      r.assign(1, {0, n_ - 1});
-    } else if (n_ > 0 && input_storage[s]) {
-      r.push_back({0, 0});
-    }
-    st.direct = Coalesce(std::move(r));
-    if (input_storage[s] && st.direct.size() > 1 && st.direct[0].first == 0) {
-      st.direct[0].last = std::max(st.direct[0].last, st.direct[1].first);
-      st.direct = Coalesce(std::move(st.direct));
-    }
-  }
+  ApplyRules();
 
   // Targets: a target is live (as a value) from where it is re-pointed or
   // written to its last use; wherever it is live, each storage it may point
@@ -1621,65 +2065,101 @@ bool MethodDeriver::Dataflow() {
       auto& lst = through[st];
       std::sort(lst.begin(), lst.end(), [](const auto& p1, const auto& p2) { return p1.first < p2.first; });
       for (size_t k = 0; k < lst.size(); ++k) {
-        if (!out_.storages[st].through.empty() && out_.storages[st].through.back().first == lst[k].first) {
-          auto& dst = out_.storages[st].through.back().second;
+        if (!out_->storages[st].through.empty() && out_->storages[st].through.back().first == lst[k].first) {
+          auto& dst = out_->storages[st].through.back().second;
           dst.insert(dst.end(), lst[k].second.begin(), lst[k].second.end());
           dst = Coalesce(std::move(dst));
         } else {
-          out_.storages[st].through.emplace_back(lst[k].first, Coalesce(std::move(lst[k].second)));
+          out_->storages[st].through.emplace_back(lst[k].first, Coalesce(std::move(lst[k].second)));
         }
       }
     }
   }
+  AssembleLive();
+  ReportReadBeforeWrite();
+  return true;
+}
+
+// The rules that hold whatever the dataflow says (on each storage's
+// `direct` runs): state lives from the first to the last instruction; an
+// input from the first instruction up to its first use.
+void MethodDeriver::ApplyRules() {
+  const size_t nsp = out_->storages.size();
+  auto& input_storage = sc_.input_storage;
+  input_storage.assign(nsp, 0);
+  for (const PlannedTensor& t : out_->tensors) {
+    if (t.origin == PlanOrigin::kInput) input_storage[t.storage] = 1;
+  }
+  for (size_t s = 0; s < nsp; ++s) {
+    PlanStorage& st = out_->storages[s];
+    auto& r = st.direct;
+    if (n_ > 0 && st.persistent) {
+      r.assign(1, {0, n_ - 1});
+    } else if (n_ > 0 && input_storage[s]) {
+      r.push_back({0, 0});
+    }
+    CoalesceInPlace(r);
+    if (input_storage[s] && r.size() > 1 && r[0].first == 0) {
+      r[0].last = std::max(r[0].last, r[1].first);
+      CoalesceInPlace(r);
+    }
+  }
+}
+
+void MethodDeriver::AssembleLive() {
+  const size_t nsp = out_->storages.size();
   for (size_t st = 0; st < nsp; ++st) {
-    PlanStorage& sto = out_.storages[st];
-    std::vector<LiveRun> all = sto.direct;
+    PlanStorage& sto = out_->storages[st];
+    sto.live = sto.direct;
+    if (sto.through.empty()) continue;
     for (const auto& [target, rs] : sto.through) {
-      all.insert(all.end(), rs.begin(), rs.end());
+      sto.live.insert(sto.live.end(), rs.begin(), rs.end());
       sto.pointed_by.push_back(target);
     }
-    sto.live = Coalesce(std::move(all));
+    CoalesceInPlace(sto.live);
   }
+}
+
+void MethodDeriver::ReportReadBeforeWrite() {
+  auto& rbw = sc_.rbw;
+  auto& rbw_storage = sc_.rbw_storage;
   // Read before write.
   for (uint32_t v : moved_view_) rbw[v] = kNone;  // reported already
   for (uint32_t v = 0; v < types_.size(); ++v) {
     if (rbw[v] == kNone) continue;
-    const PlanStorage& s = out_.storages[rbw_storage[v]];
+    const PlanStorage& s = out_->storages[rbw_storage[v]];
     std::string at = rbw[v] == n_ ? "is returned by the method"
                                   : "is read by instruction " + std::to_string(rbw[v]) + " (" +
-                                        InstructionLabel(p_, out_, rbw[v]) + ")";
-    const PlannedTensor* own = out_.Tensor(v);
+                                        InstructionLabel(p_, *out_, rbw[v]) + ")";
+    const PlannedTensor* own = out_->Tensor(v);
     const void* where = own && own->tensor->allocation_info() ? static_cast<const void*>(own->tensor->allocation_info())
-                                                              : static_cast<const void*>(plan_.values()->Get(v));
-    out_.problems.push_back({"plan-read-before-write",
-                             DescribePlannedValue(out_, v) + " " + at + " before anything writes its bytes: bytes [" +
-                                 std::to_string(s.offset) + ", " + std::to_string(s.offset + s.nbytes) +
-                                 ") of planned buffer " + std::to_string(s.memory_id) +
-                                 " hold no input, no initial data, and no tensor written earlier covers them on every "
-                                 "path there",
-                             where, "bytes written before they are read", "bytes nothing wrote"});
+                                                              : static_cast<const void*>(plan_->values()->Get(v));
+    out_->problems.push_back({"plan-read-before-write",
+                              DescribePlannedValue(*out_, v) + " " + at + " before anything writes its bytes: bytes [" +
+                                  std::to_string(s.offset) + ", " + std::to_string(s.offset + s.nbytes) +
+                                  ") of planned buffer " + std::to_string(s.memory_id) +
+                                  " hold no input, no initial data, and no tensor written earlier covers them on every "
+                                  "path there",
+                              where, "bytes written before they are read", "bytes nothing wrote"});
   }
-  return true;
 }
 
 void MethodDeriver::FinishTensors() {
-  for (PlannedTensor& t : out_.tensors) {
-    if (t.origin == PlanOrigin::kWritten && t.writers.empty() && t.readers.empty() && !t.output) {
-      t.origin = PlanOrigin::kUnused;
-    }
+  for (PlannedTensor& t : out_->tensors) {
+    if (t.origin == PlanOrigin::kWritten && !used_[t.value] && !t.output) t.origin = PlanOrigin::kUnused;
   }
 }
 
-void MethodDeriver::Finish(const std::multimap<std::pair<uint32_t, uint64_t>, uint64_t>& other_state) {
-  if (!out_.not_checked.empty() || out_.blocked) return;
+void MethodDeriver::Finish(const std::vector<StateAt>& other_state) {
+  if (!out_->not_checked.empty() || out_->blocked) return;
   ResolveViews(other_state);
-  if (!out_.not_checked.empty()) return;
+  if (!out_->not_checked.empty()) return;
   BuildStorages();
   BuildBlocks();
   if (Dataflow()) FinishTensors();
-  if (!out_.not_checked.empty()) {
-    for (PlanStorage& s : out_.storages) s.live.clear();
-    out_.problems.clear();
+  if (!out_->not_checked.empty()) {
+    for (PlanStorage& s : out_->storages) s.live.clear();
+    out_->problems.clear();
   }
 }
 
@@ -1767,81 +2247,145 @@ std::string DescribePlannedValue(const MethodLifetimes& m, uint32_t value) {
   return s;
 }
 
+std::string DescribeStorage(const MethodLifetimes& m, const PlanStorage& s) {
+  std::string t = DescribePlannedValue(m, s.values.front());
+  for (size_t i = 1; i < s.values.size(); ++i) {
+    const PlannedTensor* v = m.Tensor(s.values[i]);
+    t += (i == 1 ? " with " : ", ");
+    t += v && v->origin == PlanOrigin::kView ? "its view " : "";
+    t += Idx(s.values[i]);
+  }
+  if (!s.pointed_by.empty()) {
+    t += ", also used through";
+    for (size_t i = 0; i < s.pointed_by.size(); ++i) t += (i ? ", " : " ") + Idx(s.pointed_by[i]);
+    t += " (MoveCall/et_view)";
+  }
+  return t;
+}
+
+struct MethodLifetimesDeriver::Impl {
+  Impl(const efb::Program& program, bool detail) : p(program), d(program, detail), probe(program, false) {}
+  const efb::Program& p;
+  MethodDeriver d;
+  MethodLifetimes out;
+  // Every method's state, built the first time a method needs it.
+  std::vector<StateAt> state;
+  bool state_built = false;
+  MethodDeriver probe;
+  MethodLifetimes probe_out;
+
+  void BuildState() {
+    state_built = true;
+    const auto* plans = p.execution_plan();
+    for (size_t m = 0; m < plans->size(); ++m) {
+      probe.Reset(m, &probe_out);
+      probe.Collect();
+      for (const PlannedTensor& t : probe_out.tensors) {
+        if (t.origin == PlanOrigin::kState) state.push_back({t.memory_id, t.offset, t.nbytes, m});
+      }
+    }
+    std::sort(state.begin(), state.end());
+  }
+};
+
+MethodLifetimesDeriver::MethodLifetimesDeriver(const efb::Program& program, bool detail)
+    : impl_(std::make_unique<Impl>(program, detail)) {}
+MethodLifetimesDeriver::~MethodLifetimesDeriver() = default;
+
+const MethodLifetimes& MethodLifetimesDeriver::Derive(size_t plan_index) {
+  Impl& i = *impl_;
+  i.d.Reset(plan_index, &i.out);
+  i.d.Collect();
+  // Other methods' state matters only to a value nothing here writes, and
+  // only when there are other methods.
+  if (!i.state_built && i.p.execution_plan()->size() > 1 && i.d.NeedsOtherState()) i.BuildState();
+  i.d.Finish(i.state);
+  i.d.Trim();
+  return i.out;
+}
+
+void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out) {
+  if (!m.derived()) return;
+  // Buffers where the method keeps state, and whether it keeps only state there.
+  std::vector<std::pair<uint32_t, bool>> buffers;  // (memory_id, state only)
+  for (const PlanStorage& st : m.storages) {
+    if (!st.persistent) continue;
+    if (std::find_if(buffers.begin(), buffers.end(), [&](const auto& b) { return b.first == st.memory_id; }) ==
+        buffers.end()) {
+      buffers.emplace_back(st.memory_id, true);
+    }
+  }
+  if (buffers.empty()) return;
+  for (const PlanStorage& st : m.storages) {
+    for (auto& b : buffers) {
+      if (b.first == st.memory_id && !st.persistent && st.nbytes > 0) b.second = false;
+    }
+  }
+  for (uint32_t s = 0; s < m.storages.size(); ++s) {
+    const PlanStorage& st = m.storages[s];
+    auto b = std::find_if(buffers.begin(), buffers.end(), [&](const auto& x) { return x.first == st.memory_id; });
+    if (b == buffers.end() || st.nbytes == 0) continue;
+    StateBufferEntry e;
+    e.method = method;
+    e.storage = s;
+    e.memory_id = st.memory_id;
+    e.offset = st.offset;
+    e.nbytes = st.nbytes;
+    e.persistent = st.persistent;
+    e.live = st.persistent || !st.live.empty();
+    e.state_only = b->second;
+    if (st.persistent) {
+      const std::string name = NameOf(m.Tensor(st.values.front())->tensor);
+      e.identity = name.empty() ? "@" + std::to_string(st.offset) + "+" + std::to_string(st.nbytes) : name;
+    }
+    e.text = DescribeStorage(m, st);
+    const PlannedTensor* t = m.Tensor(st.values.front());
+    e.where = t->tensor->allocation_info() ? static_cast<const void*>(t->tensor->allocation_info())
+                                           : static_cast<const void*>(t->tensor);
+    out.push_back(std::move(e));
+  }
+}
+
+std::vector<SharedStateGroup> FindSharedState(const std::vector<StateBufferEntry>& entries) {
+  std::vector<SharedStateGroup> groups;
+  // (memory_id, identity) -> entries; (memory_id, method) state only.
+  std::map<std::pair<uint32_t, std::string>, std::vector<size_t>> ids;
+  std::set<std::pair<uint32_t, size_t>> state_only;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const StateBufferEntry& e = entries[k];
+    if (e.state_only) state_only.emplace(e.memory_id, e.method);
+    if (e.persistent) ids[{e.memory_id, e.identity}].push_back(k);
+  }
+  for (const auto& [key, list] : ids) {
+    std::set<size_t> methods_state_only;
+    for (size_t k : list) {
+      if (state_only.count({key.first, entries[k].method})) methods_state_only.insert(entries[k].method);
+    }
+    if (methods_state_only.size() < 2) continue;
+    groups.push_back({key.first, key.second, list});
+  }
+  return groups;
+}
+
 ProgramLifetimes DeriveLifetimes(const efb::Program& program) {
   ProgramLifetimes lt;
   const auto* plans = program.execution_plan();
   if (!plans) return lt;
-  lt.methods.resize(plans->size());
-  std::vector<MethodDeriver> d;
-  d.reserve(plans->size());
-  for (size_t m = 0; m < plans->size(); ++m) {
-    d.emplace_back(program, m, lt.methods[m]);
-    d.back().Collect();
-  }
-  // State of every method, by (buffer, offset): other methods may read it.
-  std::multimap<std::pair<uint32_t, uint64_t>, std::pair<size_t, uint64_t>> state;
-  for (size_t m = 0; m < lt.methods.size(); ++m) {
-    for (const PlannedTensor& t : lt.methods[m].tensors) {
-      if (t.origin == PlanOrigin::kState)
-        state.emplace(std::make_pair(t.memory_id, t.offset), std::make_pair(m, t.nbytes));
+  MethodLifetimesDeriver d(program, /*detail=*/true);
+  lt.methods.reserve(plans->size());
+  for (size_t m = 0; m < plans->size(); ++m) lt.methods.push_back(d.Derive(m));
+  // Buffers several methods share (share_mutable_buffers).
+  std::vector<StateBufferEntry> entries;
+  for (size_t m = 0; m < lt.methods.size(); ++m) AddStateBufferEntries(lt.methods[m], m, entries);
+  for (const SharedStateGroup& g : FindSharedState(entries)) {
+    SharedState sh;
+    sh.memory_id = g.memory_id;
+    sh.name = g.identity.rfind('@', 0) == 0 ? "" : g.identity;
+    for (size_t k : g.entries) {
+      sh.uses.push_back({entries[k].method, entries[k].storage});
+      lt.methods[entries[k].method].storages[entries[k].storage].shared_across_methods = true;
     }
-  }
-  for (size_t m = 0; m < lt.methods.size(); ++m) {
-    std::multimap<std::pair<uint32_t, uint64_t>, uint64_t> others;
-    if (lt.methods.size() > 1) {
-      for (const auto& [k, v] : state) {
-        if (v.first != m) others.emplace(k, v.second);
-      }
-    }
-    d[m].Finish(others);
-  }
-  // Buffers several methods share (share_mutable_buffers): a buffer that
-  // holds only state in at least two methods, which have state of the same
-  // identity in it (the same name; unnamed: the same offset and size).
-  std::map<uint32_t, std::vector<size_t>> state_only;  // memory_id -> methods
-  for (size_t m = 0; m < lt.methods.size(); ++m) {
-    const MethodLifetimes& ml = lt.methods[m];
-    if (!ml.derived()) continue;
-    std::map<uint32_t, bool> only;
-    for (const PlannedTensor& t : ml.tensors) {
-      const bool st = t.origin == PlanOrigin::kState || t.origin == PlanOrigin::kSharedState;
-      auto [it, inserted] = only.emplace(t.memory_id, st);
-      if (!inserted) it->second = it->second && st;
-    }
-    for (const auto& [mid, yes] : only) {
-      if (yes) state_only[mid].push_back(m);
-    }
-  }
-  for (const auto& [mid, methods] : state_only) {
-    if (methods.size() < 2) continue;
-    std::map<std::string, std::vector<SharedState::Use>> ids;
-    for (size_t m = 0; m < lt.methods.size(); ++m) {
-      const MethodLifetimes& ml = lt.methods[m];
-      if (!ml.derived()) continue;
-      for (uint32_t s = 0; s < ml.storages.size(); ++s) {
-        const PlanStorage& st = ml.storages[s];
-        if (st.memory_id != mid || !st.persistent) continue;
-        std::string name = NameOf(ml.Tensor(st.values.front())->tensor);
-        std::string id = name.empty() ? "@" + std::to_string(st.offset) + "+" + std::to_string(st.nbytes) : name;
-        ids[id].push_back({m, s});
-      }
-    }
-    // An identity is shared when at least two of the state-only methods have it.
-    for (auto& [id, uses] : ids) {
-      size_t in_state_only = 0;
-      std::vector<size_t> ms;
-      for (const auto& u : uses) ms.push_back(u.method);
-      std::sort(ms.begin(), ms.end());
-      ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
-      for (size_t m : ms) in_state_only += std::binary_search(methods.begin(), methods.end(), m);
-      if (in_state_only < 2) continue;
-      SharedState sh;
-      sh.memory_id = mid;
-      sh.name = id[0] == '@' ? "" : id;
-      sh.uses = uses;
-      for (const auto& u : uses) lt.methods[u.method].storages[u.storage].shared_across_methods = true;
-      lt.shared.push_back(std::move(sh));
-    }
+    lt.shared.push_back(std::move(sh));
   }
   return lt;
 }

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -154,6 +155,56 @@ struct ProgramLifetimes {
 // makes that method not_checked rather than failing.
 ProgramLifetimes DeriveLifetimes(const executorch_flatbuffer::Program& program);
 
+// Derives one method at a time, reusing its working memory from method to
+// method: what `verify` does (the lifetimes of a method are gone once the
+// next one is derived). DeriveLifetimes is this, keeping each method.
+class MethodLifetimesDeriver {
+ public:
+  // `detail`: fill PlannedTensor::writers and readers (the checks and
+  // PlanViews do not need them).
+  MethodLifetimesDeriver(const executorch_flatbuffer::Program& program, bool detail);
+  ~MethodLifetimesDeriver();
+  MethodLifetimesDeriver(const MethodLifetimesDeriver&) = delete;
+  MethodLifetimesDeriver& operator=(const MethodLifetimesDeriver&) = delete;
+  // Execution plan `plan_index`'s lifetimes, valid until the next call.
+  const MethodLifetimes& Derive(size_t plan_index);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A storage of a method in a buffer where that method keeps state: what is
+// kept of each method to find, and check, state several methods share.
+struct StateBufferEntry {
+  size_t method = 0;
+  uint32_t storage = 0;
+  uint32_t memory_id = 0;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  bool persistent = false;
+  bool live = false;            // live somewhere in its method
+  bool state_only = false;      // its method keeps nothing but state in this buffer
+  std::string identity;         // persistent: its name, or "@offset+nbytes" when unnamed
+  std::string text;             // DescribeStorage, for messages
+  const void* where = nullptr;  // the allocation_info of its first value
+};
+// Appends the entries of method `method` (only buffers holding state).
+void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out);
+// State several methods share: a buffer that holds only state in at least
+// two methods, which have state of the same identity in it; that identity is
+// shared by every method holding it there. Each group lists entries.
+struct SharedStateGroup {
+  uint32_t memory_id = 0;
+  std::string identity;
+  std::vector<size_t> entries;  // indices in the entries given
+};
+std::vector<SharedStateGroup> FindSharedState(const std::vector<StateBufferEntry>& entries);
+
+// For tests: true makes every method go through the general dataflow, not
+// the straight-line fast path (they must agree).
+extern bool g_plan_lifetimes_general_only;
+
 // "aten::add.out", "delegate XnnpackBackend", "MoveCall", "JumpFalseCall",
 // "FreeCall" for a global instruction index.
 std::string InstructionLabel(const executorch_flatbuffer::Program& program, const MethodLifetimes& m,
@@ -161,6 +212,8 @@ std::string InstructionLabel(const executorch_flatbuffer::Program& program, cons
 
 // "values[7] \"fqn\" (FLOAT[1, 4])"
 std::string DescribePlannedValue(const MethodLifetimes& m, uint32_t value);
+// "values[3] (FLOAT[2]) with its view values[9], also used through values[12] (MoveCall/et_view)"
+std::string DescribeStorage(const MethodLifetimes& m, const PlanStorage& s);
 
 // ---- What `plan`, `size`, `inspect` and `map --memory` need, per method and
 // planned buffer, ready to hand to layout/memory_plan.h.

@@ -171,7 +171,7 @@ void PteFile::Parse(const ReadOptions& opts) {
   if (!VerifyProgram(opts)) return;
   segments_ = CheckProgramTables(Where{report_, file_}, ProgramFrame{*program_, header_, segment_base_offset_}, opts);
   // The memory plan, once the tables it reads are known to be sound.
-  if (report_.ok() && PlanCheckEnabled()) CheckMemoryPlan(Where{report_, file_}, *program_);
+  if (report_.ok() && opts.check_memory_plan && PlanCheckEnabled()) CheckMemoryPlan(Where{report_, file_}, *program_);
 }
 
 bool PteFile::CheckIdentifier() {
