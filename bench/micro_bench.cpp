@@ -107,7 +107,7 @@ void BM_PlanCheck(benchmark::State& state) {
   for (auto _ : state) {
     Report r("bench.pte");
     Bytes view = Bytes::View(bytes.data(), bytes.size());
-    CheckMemoryPlan(Where{r, view}, *program);
+    CheckMemoryPlan(Where{r, view, view.size}, *program);
     findings = r.findings().size();
   }
   if (findings != 0) state.SkipWithError("the plan check found problems in a valid plan");
