@@ -597,6 +597,123 @@ TEST(HostilePteIndex, ConstantSegmentIndex) {
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, f->program()->constant_segment())));
 }
 
+// ---------------------------------------------------------------- memory plan
+// docs/memory-plan.md has the rules. arduino_add.pte: values[1] (input, 12
+// bytes at 16) and values[2] (output, 12 bytes at 0) of a 32-byte buffer 1.
+
+// With PTEPACK_PLAN_SEEDS=DIR set, these cases also write their input there:
+// tests/fuzz/seeds/plan_*.pte were written that way.
+void MaybeSeed(const std::string& name, const Buf& b) {
+  if (const char* dir = std::getenv("PTEPACK_PLAN_SEEDS")) testing::WriteFile(std::string(dir) + "/" + name, b);
+}
+
+fb::Table& TensorOf(fb::Table& program, size_t value, size_t plan = 0) {
+  return *F(Elem(F(Plan(program, plan), "values"), value), "val").table();
+}
+fb::Table& AllocationOf(fb::Table& program, size_t value, size_t plan = 0) {
+  return *F(TensorOf(program, value, plan), "allocation_info").table();
+}
+const efb::AllocationDetails* TypedAllocation(const PteFile& f, size_t value, size_t plan = 0) {
+  return f.program()
+      ->execution_plan()
+      ->Get(static_cast<flatbuffers::uoffset_t>(plan))
+      ->values()
+      ->Get(static_cast<flatbuffers::uoffset_t>(value))
+      ->val_as_Tensor()
+      ->allocation_info();
+}
+
+TEST(HostilePtePlan, PlannedTensorPastItsBuffer) {
+  Buf b =
+      EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(AllocationOf(p, 2), "memory_offset_low") = UInt(24); });
+  MaybeSeed("plan_past_buffer.pte", b);
+  auto f = ReadPte(b);
+  EXPECT_TRUE(FirstError(f->report(), "planned-tensor-out-of-range", Off(*f, TypedAllocation(*f, 2))));
+}
+
+TEST(HostilePtePlan, OffsetPast2To63) {
+  Buf b = EditPte(Fixture("arduino_add.pte"),
+                  [](fb::Table& p) { F(AllocationOf(p, 2), "memory_offset_high") = UInt(0x80000000u); });
+  MaybeSeed("plan_offset_2e63.pte", b);
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "planned-tensor-out-of-range", Off(*f, TypedAllocation(*f, 2))));
+  EXPECT_EQ(f->report().findings()[0].found, "9223372036854775808 + 12");
+}
+
+TEST(HostilePtePlan, ReservedBufferId) {
+  Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(AllocationOf(p, 2), "memory_id") = UInt(0); });
+  MaybeSeed("plan_reserved_buffer.pte", b);
+  auto f = ReadPte(b);
+  EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, TypedAllocation(*f, 2))));
+}
+
+TEST(HostilePtePlan, OutputOverItsInput) {
+  // The output moved onto the input's bytes: both live at instruction 0.
+  Buf b =
+      EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(AllocationOf(p, 2), "memory_offset_low") = UInt(16); });
+  MaybeSeed("plan_output_over_input.pte", b);
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "plan-overlap", Off(*f, TypedAllocation(*f, 2))));
+  EXPECT_EQ(f->report().findings()[0].found, "both live at instruction 0");
+}
+
+TEST(HostilePtePlan, LoopWithNoExit) {
+  // The kernel replaced by a jump to itself on the output tensor, which
+  // nothing in the loop writes: once taken, it is taken forever.
+  Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) {
+    fb::Table& j = ReplaceFirstInstr(p, efb::InstructionArguments::JumpFalseCall, "JumpFalseCall");
+    F(j, "cond_value_index") = Int(2);
+    F(j, "destination_instruction") = Int(0);
+  });
+  MaybeSeed("plan_loop_no_exit.pte", b);
+  auto f = ReadPte(b);
+  EXPECT_TRUE(
+      FirstError(f->report(), "plan-loop-no-exit", Off(*f, FirstTypedInstr(*f)->instr_args_as_JumpFalseCall())));
+}
+
+TEST(HostilePtePlan, MoveCallCycle) {
+  // After the kernel: MoveCall(1 -> 2), MoveCall(2 -> 1).
+  Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) {
+    fb::Table& chain = Elem(F(Plan(p), "chains"), 0);
+    auto& list = F(chain, "instructions").mutable_elems();
+    for (auto [from, to] : {std::pair<int, int>{1, 2}, std::pair<int, int>{2, 1}}) {
+      auto ins = fb::Clone(*list.at(0).table());
+      F(*ins, "instr_args_type") =
+          fb::UIntValue(reflection::UType, static_cast<uint8_t>(efb::InstructionArguments::MoveCall));
+      auto args = prog::New("MoveCall");
+      F(*args, "move_from") = Int(from);
+      F(*args, "move_to") = Int(to);
+      F(*ins, "instr_args") = fb::TableValue(args);
+      list.push_back(fb::TableValue(ins));
+    }
+  });
+  MaybeSeed("plan_move_cycle.pte", b);
+  auto f = ReadPte(b);
+  const auto* second = f->program()->execution_plan()->Get(0)->chains()->Get(0)->instructions()->Get(2);
+  EXPECT_TRUE(FirstError(f->report(), "plan-move-cycle", Off(*f, second->instr_args_as_MoveCall())));
+}
+
+// keyword_spotting.pte: instruction 13 writes values[257] (CHAR[1, 64, 1, 1],
+// 64 bytes at 8256) and instruction 14 reads it through its static view
+// values[271] (CHAR[1, 64], same bytes); instruction 11 writes values[237]
+// (8000 bytes at 8000), instruction 12 reads it and writes values[244]
+// (8000 bytes at 0).
+TEST(HostilePtePlan, ViewMovedOffItsBase) {
+  Buf b = EditPte(Fixture("keyword_spotting.pte"),
+                  [](fb::Table& p) { F(AllocationOf(p, 271), "memory_offset_low") = UInt(8320); });
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "plan-read-before-write", Off(*f, TypedAllocation(*f, 271))));
+  EXPECT_NE(f->report().findings()[0].message.find("a view moved off its base"), std::string::npos);
+}
+
+TEST(HostilePtePlan, TensorWrittenOverOneStillRead) {
+  Buf b = EditPte(Fixture("keyword_spotting.pte"),
+                  [](fb::Table& p) { F(AllocationOf(p, 244), "memory_offset_low") = UInt(8000); });
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "plan-overlap", Off(*f, TypedAllocation(*f, 244))));
+  EXPECT_EQ(f->report().findings()[0].found, "both live at instruction 12");
+}
+
 // arduino_add.pte with two named blobs in segments of its own.
 Buf WithNamedData(const std::string& second_key) {
   auto pte = ReadPte(Fixture("arduino_add.pte"));

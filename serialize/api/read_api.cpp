@@ -196,6 +196,7 @@ Verdict Judge(LoadedFiles& l, bool strict) {
         v.unchecked.push_back("external tensors (no --ptd)");
       }
       if (f.code == "legacy-format") v.unchecked.push_back("a legacy-layout .ptd, accepted for older runtimes only");
+      if (f.code == "plan-not-checked") v.unchecked.push_back(f.message);
     }
   }
   if (strict && v.warnings > 0) v.ok = false;

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "serialize/read/plan_checks.h"
 #include "serialize/read/program_checks.h"
 #include "serialize/read/ptd_reader.h"
 
@@ -169,6 +170,8 @@ void PteFile::Parse(const ReadOptions& opts) {
   }
   if (!VerifyProgram(opts)) return;
   segments_ = CheckProgramTables(Where{report_, file_}, ProgramFrame{*program_, header_, segment_base_offset_}, opts);
+  // The memory plan, once the tables it reads are known to be sound.
+  if (report_.ok() && PlanCheckEnabled()) CheckMemoryPlan(Where{report_, file_}, *program_);
 }
 
 bool PteFile::CheckIdentifier() {

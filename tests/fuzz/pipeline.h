@@ -19,6 +19,7 @@
 #include "serialize/insight/size.h"
 #include "serialize/model/package.h"
 #include "serialize/read/describe.h"
+#include "serialize/read/plan_lifetimes.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"
@@ -58,6 +59,40 @@ inline std::string CheckSizeBreakdown(const FileSize& f) {
   return "";
 }
 
+// The lifetime model and what the planner reads, on a program the reader
+// accepted: live runs ascending, disjoint and inside their method; nothing
+// live in a method that was not derived; blocks, their storages and offsets
+// in step; no lower bound above the blocks' aligned sizes added up.
+inline std::string CheckPlanViews(const executorch_flatbuffer::Program& p) {
+  const ProgramLifetimes lt = DeriveLifetimes(p);
+  for (const MethodLifetimes& m : lt.methods) {
+    for (const PlanStorage& s : m.storages) {
+      if (!m.derived() && !s.live.empty()) return "lifetimes: " + m.name + " was not derived but has live runs";
+      for (size_t k = 0; k < s.live.size(); ++k) {
+        const LiveRun& r = s.live[k];
+        if (r.first > r.last || r.last >= m.instruction_count) return "lifetimes: a run outside " + m.name;
+        if (k > 0 && r.first <= s.live[k - 1].last + 1) return "lifetimes: runs of " + m.name + " overlap or touch";
+      }
+    }
+  }
+  for (const MethodPlanView& v : PlanViews(p, lt)) {
+    for (const PlanBufferView& b : v.buffers) {
+      if (b.offsets.size() != b.blocks.size() || b.block_storage.size() != b.blocks.size()) {
+        return "plan views: blocks and offsets differ in number";
+      }
+      uint64_t sum = 0;
+      for (const PlanBlock& blk : b.blocks) {
+        if (blk.first > blk.last) return "plan views: a block ends before it starts";
+        const uint64_t aligned =
+            blk.size + (b.alignment - 1) < blk.size ? UINT64_MAX : (blk.size + b.alignment - 1) & ~(b.alignment - 1);
+        sum = sum + aligned < sum ? UINT64_MAX : sum + aligned;
+      }
+      if (b.lower_bound > sum) return "plan views: the lower bound exceeds every block's bytes added up";
+    }
+  }
+  return "";
+}
+
 // `accepted` (optional) tells whether the reader accepted the input.
 inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
   auto pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
@@ -70,6 +105,8 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
     SizeReport sr = AnalyzeSize(*pte, {});
     if (std::string p = CheckSizeBreakdown(sr.pte); !p.empty()) return p;
   }
+
+  if (std::string p = CheckPlanViews(*pte->program()); !p.empty()) return p;
 
   nlohmann::json d = DescribePte(*pte, {});
   (void)d.dump();
