@@ -140,13 +140,18 @@ class Planner {
   }
 
   // Every planned value of the buffer at its new offset: a block's values
-  // together, idle values at 0 (or where they are, when the input's plan is kept).
+  // together; an idle value where it is if it still fits the buffer, else at 0
+  // (nothing reads or writes its bytes; the runtime only checks its bounds).
   void NewOffsets(const MethodLifetimes& ml, const PlanBufferView& b, const BufferPlan& bp,
                   std::vector<std::pair<uint32_t, uint64_t>>* out) {
     for (size_t i = 0; i < b.blocks.size(); ++i) {
       for (uint32_t value : ml.storages[b.block_storage[i]].values) out->emplace_back(value, bp.chosen_offsets[i]);
     }
-    for (uint32_t value : b.idle_values) out->emplace_back(value, bp.kept_input ? ml.Tensor(value)->offset : 0);
+    for (uint32_t value : b.idle_values) {
+      const PlannedTensor* t = ml.Tensor(value);
+      const bool fits = t->offset <= bp.planned_size && t->nbytes <= bp.planned_size - t->offset;
+      out->emplace_back(value, fits ? t->offset : 0);
+    }
   }
 
   BufferPlan Buffer(const MethodLifetimes& ml, size_t method, const PlanBufferView& b) {

@@ -10,8 +10,8 @@
 //    bound, and the storages alive there;
 //  - idle values still have to fit in their buffer (the runtime checks every
 //    planned tensor's bounds at load, HierarchicalAllocator::get_offset_address),
-//    so a buffer is never smaller than its largest idle value, which sits at
-//    offset 0;
+//    so a buffer is never smaller than its largest idle value; an idle value
+//    keeps its offset where it still fits the buffer, else goes to offset 0;
 //  - buffers several methods share (share_mutable_buffers): every state there
 //    keeps its offset, and each method's other tensors stay off the state of
 //    the other methods (the rule plan_checks.cpp's CheckSharedState enforces);
