@@ -612,5 +612,52 @@ TEST(PlanCli, TextAndJsonAreTheLibrarysReport) {
   EXPECT_EQ(nlohmann::json::parse(json.out), PlanJson(AnalyzePlan(*pte)));
 }
 
+// `size` and `inspect` (text and JSON) say per method "planned N, lower bound M (x % above)":
+// GreedyTrap unshared is 192 bytes over a lower bound of 96 (derivation at GreedyTrap);
+// xor.pte as `plan --json` reports it; a method whose lifetimes are not derived says why.
+TEST(PlanInSizeAndInspect, PlannedAndLowerBoundPerMethod) {
+  const std::string in = WriteRaw(GreedyTrap({0, 64, 96, 128, 192}), "size_inspect");
+  auto size = RunCli({"size", in});
+  ASSERT_EQ(size.exit_code, 0) << size.err;
+  EXPECT_NE(size.out.find("planned 192 B, lower bound 96 B (100.0 % above)"), std::string::npos) << size.out;
+  auto inspect = RunCli({"inspect", in});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("memory plan: planned 192 B, lower bound 96 B (100.0 % above)"), std::string::npos)
+      << inspect.out;
+  auto size_json = nlohmann::json::parse(RunCli({"size", in, "--json"}).out);
+  const auto& mm = size_json["memory"]["methods"][0];
+  EXPECT_EQ(mm["planned_total"], 192);
+  EXPECT_EQ(mm["planned_lower_bound"], 96);
+  EXPECT_EQ(mm["planned_above_lower_bound_percent"], 100.0);
+  auto inspect_json = nlohmann::json::parse(RunCli({"inspect", in, "--json"}).out);
+  EXPECT_EQ(inspect_json["methods"][0]["memory_plan"],
+            (nlohmann::json{
+                {"planned", 192}, {"planned_tensors", 4}, {"lower_bound", 96}, {"above_lower_bound_percent", 100.0}}));
+
+  auto plan = nlohmann::json::parse(RunCli({"plan", FixturePath("xor.pte"), "--json"}).out);
+  auto xor_size = nlohmann::json::parse(RunCli({"size", FixturePath("xor.pte"), "--json"}).out);
+  auto xor_inspect = nlohmann::json::parse(RunCli({"inspect", FixturePath("xor.pte"), "--json"}).out);
+  EXPECT_EQ(xor_size["memory"]["methods"][0]["planned_lower_bound"], plan["methods"][0]["lower_bound"]);
+  EXPECT_EQ(xor_inspect["methods"][0]["memory_plan"]["lower_bound"], plan["methods"][0]["lower_bound"]);
+  EXPECT_EQ(xor_inspect["methods"][0]["memory_plan"]["planned"], 624);
+
+  ProgramBuilder b;  // the MoveCall program of PlanRefuses.AMethodWhoseLifetimesAreNotDerived
+  auto& m = b.AddMethod("forward");
+  const uint32_t x = m.Tensor(F32(4, 0)), a = m.Tensor(F32(4, 16)), o = m.Tensor(F32(4, 32)), r = m.Tensor(F32(4, 48));
+  m.KernelCall(m.Operator("aten::add", "out"), {I(x), I(x), I(o), I(o)});
+  m.KernelCall(m.Operator("aten::add", "out"), {I(o), I(x), I(a), I(a)});
+  m.Move(I(a), I(o));
+  m.KernelCall(m.Operator("aten::add", "out"), {I(o), I(x), I(r), I(r)});
+  m.Inputs({I(x)});
+  m.Outputs({I(r)});
+  m.PlannedBufferSizes({0, 64});
+  const std::string nc = WriteRaw(b.Build(), "size_not_checked");
+  EXPECT_NE(
+      RunCli({"size", nc}).out.find("planned 64 B, lower bound not derived: values[2] is used before the MoveCall"),
+      std::string::npos);
+  auto nc_json = nlohmann::json::parse(RunCli({"inspect", nc, "--json"}).out);
+  EXPECT_EQ(nc_json["methods"][0]["memory_plan"]["lower_bound"], nullptr);
+}
+
 }  // namespace
 }  // namespace ptepack
