@@ -1,4 +1,4 @@
-// `import ptepack`: inspect, verify, repack and split from Python, returning
+// `import ptepack`: inspect, verify, repack, split and plan from Python, returning
 // the dicts the CLI prints with --json, and raising ptepack.Error with the
 // located message (file, offset, expected, found).
 #include <pybind11/functional.h>
@@ -11,6 +11,7 @@
 #include "ptepack/ptepack.h"
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
+#include "serialize/api/replan.h"
 
 namespace py = pybind11;
 
@@ -159,4 +160,30 @@ PYBIND11_MODULE(ptepack, m) {
       py::arg("mutable_weights") = false, py::arg("ptd") = std::vector<std::string>{}, py::arg("config") = py::none(),
       py::arg("force") = false, py::arg("dry_run") = false, py::arg("in_place") = false,
       "Move constants into EXTERNAL_CONSTANTS.ptd beside the output. Returns what `ptepack split --json` prints.");
+
+  m.def(
+      "plan",
+      [](const std::string& path, std::vector<std::string> ptd, const std::string& algorithm,
+         std::optional<uint64_t> alignment, std::optional<std::string> output) {
+        ReplanOptions o;
+        o.ptd = std::move(ptd);
+        const auto a = PlanAlgorithmFromName(algorithm);
+        if (!a) {
+          throw Error("usage",
+                      "plan: algorithm \"" + algorithm + "\" is not one of executorch-greedy, best-fit, exact, best");
+        }
+        o.plan.chosen = *a;
+        o.plan.alignment = alignment;
+        ReplanResult r = Replan(path, output.value_or(""), o);
+        nlohmann::json j = ReplanJson(r);
+        // WritePackage read the output back with the reader's checks (the plan's
+        // included) and renamed nothing had one failed: what is on disk verified.
+        if (r.written) j["written"]["verified"] = true;
+        return Loads(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      },
+      py::arg("path"), py::kw_only(), py::arg("ptd") = std::vector<std::string>{}, py::arg("algorithm") = "best",
+      py::arg("alignment") = py::none(), py::arg("output") = py::none(),
+      "The memory plan per method and planned buffer (size now, lower bound, each planner's size, the peak): "
+      "what `ptepack plan --json` prints. With `output`, also writes the program with only its plan changed "
+      "(a buffer no planner makes smaller keeps the input's offsets), as `ptepack plan -o OUTPUT` does.");
 }
