@@ -129,70 +129,33 @@ LiveRun RunAt(const PlanStorage& s, uint32_t i) {
 
 // Two storages of one method that share bytes while both are live.
 void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes& m) {
-  std::map<uint32_t, std::vector<uint32_t>> by_buffer;
-  for (uint32_t s = 0; s < m.storages.size(); ++s) {
-    if (!m.storages[s].live.empty() && m.storages[s].nbytes > 0) by_buffer[m.storages[s].memory_id].push_back(s);
+  bool more = false;
+  const std::vector<PlanConflict> conflicts = FindPlanConflicts(m, kMaxOverlapsPerMethod, &more);
+  for (const PlanConflict& c : conflicts) {
+    const PlanStorage& a = m.storages[c.a];
+    const PlanStorage& b = m.storages[c.b];
+    const LiveRun x = RunAt(a, c.both.first);
+    const LiveRun y = RunAt(b, c.both.first);
+    const LiveRun both = c.both;
+    const uint64_t lo = std::max(a.offset, b.offset);
+    const uint64_t hi = std::min(a.offset + a.nbytes, b.offset + b.nbytes);
+    // Locate at the one that comes alive later (the one placed onto bytes in use).
+    const PlanStorage& later = (y.first > x.first || (y.first == x.first && c.b > c.a)) ? b : a;
+    w.r.Error("plan-overlap",
+              Prefix(m) + StorageText(m, a) + " and " + StorageText(m, b) + " share bytes " + Bytes(lo, hi - lo) +
+                  " of planned buffer " + std::to_string(a.memory_id) + " while both are live: the first uses bytes " +
+                  Bytes(a.offset, a.nbytes) + " over " + RunText(p, m, x) + ", the second uses bytes " +
+                  Bytes(b.offset, b.nbytes) + " over " + RunText(p, m, y),
+              w.at(AllocationOf(m, later.values.front())), "disjoint bytes or disjoint lifetimes",
+              both.last != both.first
+                  ? "both live at instructions " + std::to_string(both.first) + ".." + std::to_string(both.last)
+                  : "both live at instruction " + std::to_string(both.first));
   }
-  size_t reported = 0;
-  for (const auto& [mid, storages] : by_buffer) {
-    // One block per live run.
-    std::vector<PlanBlock> blocks;
-    std::vector<uint64_t> offsets;
-    std::vector<uint32_t> owner;  // the storage of each block
-    for (uint32_t s : storages) {
-      const PlanStorage& st = m.storages[s];
-      for (size_t r = 0; r < st.live.size(); ++r) {
-        PlanBlock b;
-        b.size = st.nbytes;
-        b.first = st.live[r].first;
-        b.last = st.live[r].last;
-        blocks.push_back(b);
-        offsets.push_back(st.offset);
-        owner.push_back(s);
-      }
-    }
-    const auto pairs = FindPlanOverlaps(blocks, offsets, 1000);
-    std::set<std::pair<uint32_t, uint32_t>> seen;
-    size_t more = 0;
-    for (const PlanOverlap& o : pairs) {
-      uint32_t sa = owner[o.a], sb = owner[o.b];
-      if (sa == sb) continue;
-      if (sa > sb) std::swap(sa, sb);
-      if (!seen.insert({sa, sb}).second) continue;
-      const PlanStorage& a = m.storages[sa];
-      const PlanStorage& b = m.storages[sb];
-      const std::optional<LiveRun> c = Conflict(a, b);
-      if (!c) continue;
-      if (reported >= kMaxOverlapsPerMethod) {
-        ++more;
-        continue;
-      }
-      ++reported;
-      const LiveRun x = RunAt(a, c->first);
-      const LiveRun y = RunAt(b, c->first);
-      const LiveRun both = *c;
-      const uint64_t lo = std::max(a.offset, b.offset);
-      const uint64_t hi = std::min(a.offset + a.nbytes, b.offset + b.nbytes);
-      // Locate at the one that comes alive later (the one placed onto bytes in use).
-      const PlanStorage& later = (y.first > x.first || (y.first == x.first && sb > sa)) ? b : a;
-      w.r.Error("plan-overlap",
-                Prefix(m) + StorageText(m, a) + " and " + StorageText(m, b) + " share bytes " + Bytes(lo, hi - lo) +
-                    " of planned buffer " + std::to_string(mid) + " while both are live: the first uses bytes " +
-                    Bytes(a.offset, a.nbytes) + " over " + RunText(p, m, x) + ", the second uses bytes " +
-                    Bytes(b.offset, b.nbytes) + " over " + RunText(p, m, y),
-                w.at(AllocationOf(m, later.values.front())), "disjoint bytes or disjoint lifetimes",
-                both.last != both.first
-                    ? "both live at instructions " + std::to_string(both.first) + ".." + std::to_string(both.last)
-                    : "both live at instruction " + std::to_string(both.first));
-    }
-    if (pairs.size() >= 1000) ++more;
-    if (more > 0) {
-      w.r.Error("plan-overlap",
-                Prefix(m) + "more pairs of tensors share bytes of planned buffer " + std::to_string(mid) +
-                    " while both are live than are listed",
-                w.at(&*p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m.plan_index))),
-                "disjoint bytes or disjoint lifetimes", "more than " + std::to_string(reported) + " pairs");
-    }
+  if (more) {
+    w.r.Error("plan-overlap",
+              Prefix(m) + "more pairs of tensors share bytes of a planned buffer while both are live than are listed",
+              w.at(&*p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m.plan_index))),
+              "disjoint bytes or disjoint lifetimes", "more than " + std::to_string(conflicts.size()) + " pairs");
   }
 }
 
@@ -271,6 +234,51 @@ void CheckSharedState(const Where& w, const efb::Program& /*p*/, const ProgramLi
 }
 
 }  // namespace
+
+std::vector<PlanConflict> FindPlanConflicts(const MethodLifetimes& m, size_t limit, bool* more) {
+  std::vector<PlanConflict> out;
+  bool over = false;
+  std::map<uint32_t, std::vector<uint32_t>> by_buffer;
+  for (uint32_t s = 0; s < m.storages.size(); ++s) {
+    if (!m.storages[s].live.empty() && m.storages[s].nbytes > 0) by_buffer[m.storages[s].memory_id].push_back(s);
+  }
+  for (const auto& [mid, storages] : by_buffer) {
+    // One block per live run.
+    std::vector<PlanBlock> blocks;
+    std::vector<uint64_t> offsets;
+    std::vector<uint32_t> owner;  // the storage of each block
+    for (uint32_t s : storages) {
+      const PlanStorage& st = m.storages[s];
+      for (size_t r = 0; r < st.live.size(); ++r) {
+        PlanBlock b;
+        b.size = st.nbytes;
+        b.first = st.live[r].first;
+        b.last = st.live[r].last;
+        blocks.push_back(b);
+        offsets.push_back(st.offset);
+        owner.push_back(s);
+      }
+    }
+    const auto pairs = FindPlanOverlaps(blocks, offsets, 1000);
+    std::set<std::pair<uint32_t, uint32_t>> seen;
+    for (const PlanOverlap& o : pairs) {
+      uint32_t sa = owner[o.a], sb = owner[o.b];
+      if (sa == sb) continue;
+      if (sa > sb) std::swap(sa, sb);
+      if (!seen.insert({sa, sb}).second) continue;
+      const std::optional<LiveRun> c = Conflict(m.storages[sa], m.storages[sb]);
+      if (!c) continue;
+      if (out.size() >= limit) {
+        over = true;
+        continue;
+      }
+      out.push_back({sa, sb, *c});
+    }
+    if (pairs.size() >= 1000) over = true;
+  }
+  if (more) *more = over;
+  return out;
+}
 
 void CheckMemoryPlan(const Where& w, const efb::Program& program, const ProgramLifetimes& lt) {
   for (const MethodLifetimes& m : lt.methods) {
