@@ -74,6 +74,13 @@ void EditPlan(Package& pkg, const PlanReport& r) {
 
 }  // namespace
 
+PlanReport ReplanPackage(const PteFile& pte, Package& pkg, const PlanReportOptions& options) {
+  PlanReport report = AnalyzePlan(pte, options);
+  RefuseUnderived(pte, report);
+  EditPlan(pkg, report);
+  return report;
+}
+
 ReplanResult Replan(const std::string& in, const std::string& out, const ReplanOptions& options) {
   ReplanResult r;
   if (out.empty()) {
@@ -86,14 +93,12 @@ ReplanResult Replan(const std::string& in, const std::string& out, const ReplanO
     return r;
   }
   ValidInput input = LoadValidInput(in, options.ptd);
-  r.report = AnalyzePlan(*input.pte, options.plan);
-  RefuseUnderived(*input.pte, r.report);
   Package pkg = PackageFromPte(*input.pte, input.ptrs);
   InferredConfig inf = InferConfig(*input.pte, pkg, input.ptrs);
   inf.ApplyBlobAlignments(pkg);
   r.config = inf.config;
   r.input_reproducible = inf.exact;
-  EditPlan(pkg, r.report);
+  r.report = ReplanPackage(*input.pte, pkg, options.plan);
   WriteOptions wo = options.write;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
   r.files = WritePackage(pkg, r.config, out, wo);

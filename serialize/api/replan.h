@@ -16,6 +16,7 @@
 #include "config/backend_config.h"
 #include "ptepack/writer.h"
 #include "serialize/insight/plan.h"
+#include "serialize/model/package.h"
 
 namespace ptepack {
 
@@ -41,6 +42,12 @@ struct ReplanResult {
 // Without `out`, only errors outside the memory plan are refused (the report
 // of a plan `verify` flags is still shown).
 ReplanResult Replan(const std::string& in, const std::string& out, const ReplanOptions& options);
+
+// The middle of a re-plan, for callers that lay the package out themselves
+// (the fuzz pipeline): AnalyzePlan of `pte`, the refusal of a method whose
+// lifetimes are not derived, and the new offsets and buffer sizes written
+// into `pkg` (PackageFromPte of `pte`). Returns the report.
+PlanReport ReplanPackage(const PteFile& pte, Package& pkg, const PlanReportOptions& options);
 
 // PlanJson, plus {"written": {"files": [{path, size}], "input_reproducible"}}
 // when an output was written.
