@@ -584,7 +584,7 @@ TEST(PlanRefuses, BadArguments) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"plan", in, "--alignment", "24"}, "not a power of two"},
+      {{"plan", in, "--alignment", "24"}, "--alignment: 24 is not a power of two"},
       {{"plan", in, "--alignment", "0"}, "not a power of two"},
       {{"plan", in, "--algorithm", "fastest"}, "fastest"},
       {{"plan", in, "-o", "-"}, "give -o OUT.pte"},

@@ -37,6 +37,9 @@ void RegisterPlan(CLI::App& app) {
       "output says \"memory plan only\".");
   c->callback([o]() {
     if (o->out.out == "-") throw Error("usage", "plan prints its report on stdout: give -o OUT.pte, not -o -");
+    if (o->alignment && (*o->alignment == 0 || (*o->alignment & (*o->alignment - 1)) != 0)) {
+      throw Error("usage", "--alignment: " + std::to_string(*o->alignment) + " is not a power of two");
+    }
     if (o->out.out.empty() && (o->out.dry_run || o->out.force)) {
       throw Error("usage", "--dry-run and --force need an output (-o OUT.pte)");
     }
