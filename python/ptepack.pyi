@@ -182,3 +182,15 @@ def pack(
     config: Union[StrPath, Dict[str, Any]], spec: StrPath, output: StrPath, *, force: bool = False, dry_run: bool = False
 ) -> WriteSummary:
     """Build a program from a pack spec: what `ptepack pack --json` prints."""
+
+def plan(
+    path: StrPath,
+    *,
+    ptd: Sequence[StrPath] = ...,
+    algorithm: Literal["executorch-greedy", "best-fit", "exact", "best"] = "best",
+    alignment: Optional[int] = None,
+    output: Optional[StrPath] = None,
+) -> Dict[str, Any]:
+    """The memory plan per method and buffer (size now, lower bound, each planner's size, the peak):
+    what `ptepack plan --json` prints; with `output`, also writes the program with only its plan
+    changed, as `ptepack plan -o OUTPUT` does."""

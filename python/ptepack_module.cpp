@@ -1,7 +1,7 @@
 // `import ptepack`: the CLI's commands from Python -- inspect, verify, size,
-// diff, checksum, repack, split, extract and pack -- returning the dicts the
-// CLI prints with --json, and raising ptepack.Error with the located message
-// (file, offset, expected, found). Paths may be str or os.PathLike
+// diff, checksum, repack, split, extract, pack and plan -- returning the dicts
+// the CLI prints with --json, and raising ptepack.Error with the located
+// message (file, offset, expected, found). Paths may be str or os.PathLike
 // (pathlib.Path). Type stubs: python/ptepack.pyi (installed beside the module).
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -19,6 +19,7 @@
 #include "serialize/api/insight_api.h"
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
+#include "serialize/api/replan.h"
 #include "serialize/model/spec.h"
 
 namespace py = pybind11;
@@ -287,4 +288,30 @@ PYBIND11_MODULE(ptepack, m) {
       "Build a program from a pack spec (ExecuTorch's JSON form of a Program plus its data files, e.g. "
       "extract()'s spec.json). `config`: a config JSON file, or a dict of ExecutorchBackendConfig fields. "
       "Returns what `ptepack pack --json` prints.");
+
+  m.def(
+      "plan",
+      [](const Path& path, const Paths& ptd, const std::string& algorithm, std::optional<uint64_t> alignment,
+         std::optional<Path> output) {
+        ReplanOptions o;
+        o.ptd = Strings(ptd);
+        const auto a = PlanAlgorithmFromName(algorithm);
+        if (!a) {
+          throw Error("usage",
+                      "plan: algorithm \"" + algorithm + "\" is not one of executorch-greedy, best-fit, exact, best");
+        }
+        o.plan.chosen = *a;
+        o.plan.alignment = alignment;
+        ReplanResult r = Replan(path.string(), output ? output->string() : std::string(), o);
+        nlohmann::json j = ReplanJson(r);
+        // WritePackage read the output back with the reader's checks (the plan's
+        // included) and renamed nothing had one failed: what is on disk verified.
+        if (r.written) j["written"]["verified"] = true;
+        return Loads(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      },
+      py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("algorithm") = "best",
+      py::arg("alignment") = py::none(), py::arg("output") = py::none(),
+      "The memory plan per method and planned buffer (size now, lower bound, each planner's size, the peak): "
+      "what `ptepack plan --json` prints. With `output`, also writes the program with only its plan changed "
+      "(a buffer no planner makes smaller keeps the input's offsets), as `ptepack plan -o OUTPUT` does.");
 }

@@ -714,6 +714,45 @@ TEST(HostilePtePlan, TensorWrittenOverOneStillRead) {
   EXPECT_EQ(f->report().findings()[0].found, "both live at instruction 12");
 }
 
+// `ptepack plan` on every bad plan above (tests/fuzz/seeds/plan_*.pte hold the same inputs;
+// the keyword_spotting cases are rebuilt here): with -o, exit 2, the finding verify reports
+// first (code and offset) on stderr, nothing written; without -o, the report of a plan that
+// only the plan checks reject is shown (exit 0), a file with other errors is refused (exit 2).
+TEST(HostilePtePlan, PlanCommandRefusesWhereVerifyLocates) {
+  const std::string dir = testing::TempDir("hostile_plan_cmd");
+  const std::string seeds = std::string(PTEPACK_SOURCE_DIR) + "/tests/fuzz/seeds/";
+  std::vector<std::pair<std::string, Buf>> inputs;
+  for (const char* name : {"plan_past_buffer.pte", "plan_offset_2e63.pte", "plan_reserved_buffer.pte",
+                           "plan_output_over_input.pte", "plan_loop_no_exit.pte", "plan_move_cycle.pte"}) {
+    inputs.emplace_back(name, testing::ReadFile(seeds + name));
+  }
+  inputs.emplace_back("view_moved.pte", EditPte(Fixture("keyword_spotting.pte"), [](fb::Table& p) {
+                        F(AllocationOf(p, 271), "memory_offset_low") = UInt(8320);
+                      }));
+  inputs.emplace_back("written_over.pte", EditPte(Fixture("keyword_spotting.pte"), [](fb::Table& p) {
+                        F(AllocationOf(p, 244), "memory_offset_low") = UInt(8000);
+                      }));
+  for (const auto& [name, bytes] : inputs) {
+    const std::string in = dir + "/" + name, out = dir + "/out_" + name;
+    testing::WriteFile(in, bytes);
+    auto f = PteFile::Open(in);
+    ASSERT_FALSE(f->ok()) << name;
+    const Finding& first = f->report().findings().at(0);
+    ASSERT_TRUE(first.offset.has_value()) << name;
+    CliResult r = RunCli("plan " + in + " -o " + out, dir);
+    EXPECT_EQ(r.status, 2) << name;
+    EXPECT_NE(r.err.find("error at offset " + std::to_string(*first.offset) + " "), std::string::npos)
+        << name << ": " << r.err;
+    EXPECT_NE(r.err.find("[" + first.code + "]"), std::string::npos) << name << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << name;
+    const bool plan_only = first.code.rfind("plan-", 0) == 0;
+    CliResult report = RunCli("plan " + in, dir);
+    EXPECT_EQ(report.status, plan_only ? 0 : 2) << name << ": " << report.err;
+    std::printf("DUMP plan | %s | %s | %llu | -o: exit %d; report: exit %d\n", name.c_str(), first.code.c_str(),
+                static_cast<unsigned long long>(*first.offset), r.status, report.status);
+  }
+}
+
 // arduino_add.pte with two named blobs in segments of its own.
 Buf WithNamedData(const std::string& second_key) {
   auto pte = ReadPte(Fixture("arduino_add.pte"));
@@ -1161,6 +1200,24 @@ TEST(FuzzRegressions, ReplayAll) {
     ++n;
   }
   EXPECT_GE(n, 5u);
+}
+
+// The fuzz seeds and the real files through what the fuzz targets do (re-plans included,
+// tests/fuzz/pipeline.h CheckReplan): the plan seeds hold loops, cond MoveCalls, et_view,
+// delegates with planned outputs, state shared by methods and static views.
+TEST(FuzzRegressions, SeedsAndFixturesPassThePipeline) {
+  size_t n = 0;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PTEPACK_SOURCE_DIR) + "/tests/fuzz/seeds")) {
+    if (e.path().extension() == ".pte") files.push_back(e.path().string());
+  }
+  for (const auto& name : testing::PteFixtures()) files.push_back(testing::FixturePath(name));
+  for (const std::string& path : files) {
+    Buf b = testing::ReadFile(path);
+    EXPECT_EQ(fuzz::CheckPteBytes(b.data(), b.size()), "") << path;
+    ++n;
+  }
+  EXPECT_GE(n, 20u);
 }
 
 TEST(FuzzRegressions, ExpectedFindings) {

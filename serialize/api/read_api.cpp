@@ -1,10 +1,12 @@
 #include "serialize/api/read_api.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "config/backend_config.h"
 #include "serialize/bpte/bpte.h"
 #include "serialize/format/pte_format.h"
+#include "serialize/insight/plan.h"
 #include "serialize/model/package.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/restore.h"
@@ -103,6 +105,34 @@ void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<
   }
 }
 
+// Adds to each method of `d` its memory plan: the planned bytes, the lower
+// bound no plan can beat and how far above it the plan is (serialize/insight/
+// plan.h, no planner run), or why the lifetimes could not be derived. Left out
+// for a file with errors outside the plan (its tables cannot be trusted).
+void AddMemoryPlan(nlohmann::json& d, const PteFile& pte) {
+  if (!pte.program() || !d.contains("methods")) return;
+  for (const Finding& f : pte.report().findings()) {
+    if (f.severity == Finding::Severity::kError && f.code.rfind("plan-", 0) != 0) return;
+  }
+  PlanReportOptions o;
+  o.run_planners = false;
+  const PlanReport r = AnalyzePlan(pte, o);
+  auto& methods = d["methods"];
+  for (size_t i = 0; i < r.methods.size() && i < methods.size(); ++i) {
+    const MethodPlan& m = r.methods[i];
+    if (methods[i].value("name", "") != m.name) continue;
+    nlohmann::json j = {{"planned", m.size_now}, {"planned_tensors", m.planned_tensors}};
+    if (m.not_checked.empty()) {
+      j["lower_bound"] = m.lower_bound;
+      j["above_lower_bound_percent"] = std::round(PercentAbove(m.size_now, m.lower_bound) * 100) / 100;
+    } else {
+      j["lower_bound"] = nullptr;
+      j["not_checked"] = m.not_checked;
+    }
+    methods[i]["memory_plan"] = j;
+  }
+}
+
 }  // namespace
 
 bool IsPtdFile(const std::string& path) {
@@ -181,6 +211,7 @@ nlohmann::json InspectDocument(const LoadedFiles& l) {
   nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
   if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
   if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
+  if (l.pte) AddMemoryPlan(d, *l.pte);
   return d;
 }
 

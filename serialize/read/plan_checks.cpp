@@ -116,6 +116,7 @@ struct OverlapScratch {
   std::vector<uint32_t> owner;  // the storage of each block
   std::vector<PlanOverlap> pairs;
   std::vector<std::pair<uint32_t, uint32_t>> seen;
+  std::vector<PlanConflict> conflicts;
 };
 
 bool BytesMeet(uint64_t a, uint64_t an, uint64_t b, uint64_t bn) {
@@ -128,8 +129,9 @@ bool BytesMeet(uint64_t a, uint64_t an, uint64_t b, uint64_t bn) {
 // definition FindPlanOverlaps implements), without its allocations.
 constexpr size_t kPairwiseBlocks = 16;
 
-// Two storages of one method that share bytes while both are live.
-void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes& m, OverlapScratch& sc) {
+// The conflicts of one method (at most `limit`, in buffer then storage
+// order) into `out`; true when there were more.
+bool CollectConflicts(const MethodLifetimes& m, size_t limit, OverlapScratch& sc, std::vector<PlanConflict>& out) {
   sc.storages.clear();
   for (uint32_t s = 0; s < m.storages.size(); ++s) {
     if (!m.storages[s].live.empty() && m.storages[s].nbytes > 0) sc.storages.push_back(s);
@@ -142,7 +144,7 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
       return std::make_pair(m.storages[a].memory_id, a) < std::make_pair(m.storages[b].memory_id, b);
     });
   }
-  size_t reported = 0;
+  bool over = false;
   for (size_t x = 0; x < sc.storages.size();) {
     const uint32_t mid = m.storages[sc.storages[x]].memory_id;
     size_t y = x;
@@ -166,7 +168,6 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
     }
     x = y;
     sc.pairs.clear();
-    bool truncated = false;
     if (sc.blocks.size() <= kPairwiseBlocks) {
       for (size_t i = 0; i < sc.blocks.size(); ++i) {
         for (size_t j = i + 1; j < sc.blocks.size(); ++j) {
@@ -178,52 +179,57 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
       }
     } else {
       sc.pairs = FindPlanOverlaps(sc.blocks, sc.offsets, 1000);
-      truncated = sc.pairs.size() >= 1000;
+      over = over || sc.pairs.size() >= 1000;
     }
-    if (sc.pairs.empty()) continue;
     sc.seen.clear();
-    size_t more = 0;
     for (const PlanOverlap& o : sc.pairs) {
       uint32_t sa = sc.owner[o.a], sb = sc.owner[o.b];
       if (sa == sb) continue;
       if (sa > sb) std::swap(sa, sb);
       if (std::find(sc.seen.begin(), sc.seen.end(), std::make_pair(sa, sb)) != sc.seen.end()) continue;
       sc.seen.emplace_back(sa, sb);
-      const PlanStorage& a = m.storages[sa];
-      const PlanStorage& b = m.storages[sb];
-      const std::optional<LiveRun> c = Conflict(a, b);
+      const std::optional<LiveRun> c = Conflict(m.storages[sa], m.storages[sb]);
       if (!c) continue;
-      if (reported >= kMaxOverlapsPerMethod) {
-        ++more;
+      if (out.size() >= limit) {
+        over = true;
         continue;
       }
-      ++reported;
-      const LiveRun x = RunAt(a, c->first);
-      const LiveRun y = RunAt(b, c->first);
-      const LiveRun both = *c;
-      const uint64_t lo = std::max(a.offset, b.offset);
-      const uint64_t hi = std::min(a.offset + a.nbytes, b.offset + b.nbytes);
-      // Locate at the one that comes alive later (the one placed onto bytes in use).
-      const PlanStorage& later = (y.first > x.first || (y.first == x.first && sb > sa)) ? b : a;
-      w.r.Error("plan-overlap",
-                Prefix(m) + DescribeStorage(m, a) + " and " + DescribeStorage(m, b) + " share bytes " +
-                    Bytes(lo, hi - lo) + " of planned buffer " + std::to_string(mid) +
-                    " while both are live: the first uses bytes " + Bytes(a.offset, a.nbytes) + " over " +
-                    RunText(p, m, x) + ", the second uses bytes " + Bytes(b.offset, b.nbytes) + " over " +
-                    RunText(p, m, y),
-                w.at(AllocationOf(m, later.values.front())), "disjoint bytes or disjoint lifetimes",
-                both.last != both.first
-                    ? "both live at instructions " + std::to_string(both.first) + ".." + std::to_string(both.last)
-                    : "both live at instruction " + std::to_string(both.first));
+      out.push_back({sa, sb, *c});
     }
-    if (truncated) ++more;
-    if (more > 0) {
-      w.r.Error("plan-overlap",
-                Prefix(m) + "more pairs of tensors share bytes of planned buffer " + std::to_string(mid) +
-                    " while both are live than are listed",
-                w.at(&*p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m.plan_index))),
-                "disjoint bytes or disjoint lifetimes", "more than " + std::to_string(reported) + " pairs");
-    }
+  }
+  return over;
+}
+
+// Two storages of one method that share bytes while both are live.
+void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes& m, OverlapScratch& sc) {
+  sc.conflicts.clear();
+  const bool more = CollectConflicts(m, kMaxOverlapsPerMethod, sc, sc.conflicts);
+  for (const PlanConflict& c : sc.conflicts) {
+    const PlanStorage& a = m.storages[c.a];
+    const PlanStorage& b = m.storages[c.b];
+    const LiveRun x = RunAt(a, c.both.first);
+    const LiveRun y = RunAt(b, c.both.first);
+    const LiveRun both = c.both;
+    const uint64_t lo = std::max(a.offset, b.offset);
+    const uint64_t hi = std::min(a.offset + a.nbytes, b.offset + b.nbytes);
+    // Locate at the one that comes alive later (the one placed onto bytes in use).
+    const PlanStorage& later = (y.first > x.first || (y.first == x.first && c.b > c.a)) ? b : a;
+    w.r.Error("plan-overlap",
+              Prefix(m) + DescribeStorage(m, a) + " and " + DescribeStorage(m, b) + " share bytes " +
+                  Bytes(lo, hi - lo) + " of planned buffer " + std::to_string(a.memory_id) +
+                  " while both are live: the first uses bytes " + Bytes(a.offset, a.nbytes) + " over " +
+                  RunText(p, m, x) + ", the second uses bytes " + Bytes(b.offset, b.nbytes) + " over " +
+                  RunText(p, m, y),
+              w.at(AllocationOf(m, later.values.front())), "disjoint bytes or disjoint lifetimes",
+              both.last != both.first
+                  ? "both live at instructions " + std::to_string(both.first) + ".." + std::to_string(both.last)
+                  : "both live at instruction " + std::to_string(both.first));
+  }
+  if (more) {
+    w.r.Error("plan-overlap",
+              Prefix(m) + "more pairs of tensors share bytes of a planned buffer while both are live than are listed",
+              w.at(&*p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m.plan_index))),
+              "disjoint bytes or disjoint lifetimes", "more than " + std::to_string(sc.conflicts.size()) + " pairs");
   }
 }
 
@@ -294,6 +300,14 @@ void CheckMethod(const Where& w, const efb::Program& program, const MethodLifeti
 }
 
 }  // namespace
+
+std::vector<PlanConflict> FindPlanConflicts(const MethodLifetimes& m, size_t limit, bool* more) {
+  OverlapScratch sc;
+  std::vector<PlanConflict> out;
+  const bool over = CollectConflicts(m, limit, sc, out);
+  if (more) *more = over;
+  return out;
+}
 
 void CheckMemoryPlan(const Where& w, const efb::Program& program, const ProgramLifetimes& lt) {
   OverlapScratch sc;

@@ -17,6 +17,8 @@
 //                              method; `verify` lists it under "not checked"
 #pragma once
 
+#include <vector>
+
 #include "program_generated.h"
 #include "serialize/read/plan_lifetimes.h"
 #include "serialize/read/program_checks.h"
@@ -24,6 +26,20 @@
 namespace ptepack {
 
 void CheckMemoryPlan(const Where& w, const executorch_flatbuffer::Program& program);
+
+// Two storages of one method (indices in MethodLifetimes::storages, a < b)
+// that share bytes while both are live, and the first instructions where
+// they are (storages that one MoveCall/et_view target may point to are
+// alternatives there, not a conflict). What `plan-overlap` reports and
+// `map --memory` draws in red.
+struct PlanConflict {
+  uint32_t a = 0;
+  uint32_t b = 0;
+  LiveRun both;
+};
+// At most `limit` of them (in buffer, then storage order); *more is set when
+// there were more.
+std::vector<PlanConflict> FindPlanConflicts(const MethodLifetimes& m, size_t limit, bool* more = nullptr);
 void CheckMemoryPlan(const Where& w, const executorch_flatbuffer::Program& program, const ProgramLifetimes& lt);
 
 // False when the environment sets PTEPACK_SKIP_PLAN_CHECK (for measuring what

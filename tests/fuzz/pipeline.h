@@ -21,7 +21,9 @@
 #include "config/backend_config.h"
 #include "ptepack/error.h"
 #include "serialize/api/extract.h"
+#include "serialize/api/replan.h"
 #include "serialize/insight/byte_map.h"
+#include "serialize/insight/plan_map.h"
 #include "serialize/insight/size.h"
 #include "serialize/model/package.h"
 #include "serialize/model/spec.h"
@@ -144,6 +146,39 @@ inline std::string CheckPlanViews(const executorch_flatbuffer::Program& p) {
   return "";
 }
 
+// `ptepack plan -o` (each algorithm's placement, even where not smaller) and
+// `map --memory` on a program the reader accepted: every re-planned program
+// the reader accepts again, with no plan finding at all; a method whose
+// lifetimes are not derived is refused (plan-not-checked), nothing else.
+inline std::string CheckReplan(const PteFile& pte) {
+  (void)MemoryMapSvg(pte);
+  for (PlanAlgorithm a : {PlanAlgorithm::kExecutorchGreedy, PlanAlgorithm::kBest}) {
+    PlanReportOptions o;
+    o.algorithms = {a};
+    o.chosen = a;
+    o.keep_input_unless_smaller = false;
+    o.planner.improve_budget = 20000;  // a fuzz input's time goes to the checks, not the search
+    o.planner.exact_budget = 2000;
+    std::vector<uint8_t> out;
+    try {
+      Package pkg = PackageFromPte(pte);
+      InferredConfig inf = InferConfig(pte, pkg);
+      inf.ApplyBlobAlignments(pkg);
+      ReplanPackage(pte, pkg, o);
+      out = RenderPte(LayoutPte(pkg, inf.config));
+    } catch (const Error& e) {
+      if (e.finding().code == "plan-not-checked") continue;
+      return CheckError(e, (std::string("plan ") + PlanAlgorithmName(a)).c_str());
+    }
+    auto again = PteFile::FromBytes(Bytes::View(out.data(), out.size()), "replanned.pte");
+    if (!again->ok()) return std::string("re-planned program does not verify:") + FindingsText(again->report());
+    for (const Finding& f : again->report().findings()) {
+      if (f.code.rfind("plan-", 0) == 0 && f.code != "plan-not-checked") return "re-planned: " + f.ToString();
+    }
+  }
+  return "";
+}
+
 // `accepted` (optional) tells whether the reader accepted the input.
 inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
   auto pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
@@ -179,7 +214,8 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
   }
   auto again = PteFile::FromBytes(Bytes::View(out.data(), out.size()), "rendered.pte");
   if (!again->ok()) return "rendered program does not verify:" + FindingsText(again->report());
-  return CheckExtractPack(data, size, out);
+  if (std::string p = CheckExtractPack(data, size, out); !p.empty()) return p;
+  return CheckReplan(*pte);
 }
 
 inline std::string CheckPtdBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
