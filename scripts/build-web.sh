@@ -4,7 +4,7 @@
 #
 #   build-web/index.html    the page (web/index.html)
 #   build-web/ptepack.js    Emscripten's loader, then the page's code (web/app.js)
-#   build-web/ptepack.wasm  the reader, checks, describe, size, byte map and graph (web/ptepack_web.cpp)
+#   build-web/ptepack.wasm  the reader, checks, describe, size, byte map, graph and memory plan (web/ptepack_web.cpp)
 #
 # Open build-web/index.html (file:// works) or serve the folder with any static server.
 #

@@ -91,7 +91,7 @@
         const tr = el('tr', opts.rowAttrs ? opts.rowAttrs(r) : {});
         for (const c of columns) {
           const v = c.render ? c.render(r) : c.num ? fmt(r[c.key]) : cellText(r[c.key]);
-          tr.append(el('td', { class: c.num ? 'num' : c.mono ? 'mono' : undefined }, v));
+          tr.append(el('td', { class: c.num ? 'num' : c.mono ? 'mono' : undefined, 'data-key': c.key }, v));
         }
         tbody.append(tr);
       }
@@ -126,7 +126,7 @@
   }
 
   // Any JSON as headings, key/value tables and tables of arrays of objects (views the page has
-  // no drawing of its own for, such as the memory plan once the module returns it).
+  // no drawing of its own for).
   function genericJson(v, title, depth = 0) {
     const box = el('div');
     if (title) box.append(el(depth === 0 ? 'h2' : 'h3', {}, title));
@@ -376,6 +376,125 @@
     };
     log.addEventListener('change', () => { state.mapLog = log.checked; fill(); });
     fill();
+    return box;
+  };
+
+  // ---- The memory plan: `ptepack plan --json`'s numbers per method and buffer, the tensors alive
+  // at each peak, then `ptepack map --memory`'s picture (the module's SVG).
+  const pct = (x) => `${x.toFixed(1)} %`;
+  const above = (now, bound) => (bound > 0 && now > bound ? ((now - bound) * 100) / bound : 0);
+
+  function planPanel(method, memoryId) {
+    return [...document.querySelectorAll('.planbox g.panel')].find((g) => g.dataset.method === method && g.dataset.memoryId === String(memoryId));
+  }
+
+  draw.plan = (doc, p) => {
+    const box = el('div');
+    const methods = p.methods || [];
+    box.append(el('p', { class: 'note' }, 'ptepack plan: per method and planned buffer, the size now, the lower bound no plan ',
+      'can beat (the most bytes alive at one instruction, aligned), the size each planner gives (',
+      el('span', { class: 'optimal' }, 'green'), ': equal to the lower bound, or proven smallest by the exact search) and the ',
+      'tensors alive at the peak. Alignment: ', p.alignment ? fmt(p.alignment) : 'each buffer\u2019s own, inferred from its offsets (at least 16)', '.'));
+    if (p.plan_errors) {
+      box.append(el('div', { class: 'errorbox', 'data-plan-errors': p.plan_errors },
+        el('b', {}, `verify reports ${p.plan_errors} error${p.plan_errors === 1 ? '' : 's'} in this plan`),
+        ': the tensors that share bytes while both are live are red in the picture (see Verify).'));
+    }
+    const rows = [];
+    // The planners in plan's order (JSON objects come with their keys sorted), then any other.
+    const algos = ['executorch-greedy', 'best-fit', 'exact', 'best'];
+    for (const m of methods) {
+      for (const b of m.buffers || []) {
+        for (const a of Object.keys(b.sizes || {})) if (!algos.includes(a)) algos.push(a);
+        rows.push({ method: m.name, ...b });
+      }
+    }
+    const plain = methods.filter((m) => !(m.buffers || []).length && !m.not_checked);
+    const unknown = methods.filter((m) => m.not_checked);
+    const planned = rows.length > 0 || unknown.length > 0;
+    box.append(el('div', { class: 'verdict', 'data-plan-total': p.size_now, 'data-plan-bound': p.lower_bound, 'data-plan-planned': p.planned },
+      planned ? `All methods: ${fmt(p.size_now)} bytes planned, lower bound ${fmt(p.lower_bound)} ` +
+        `(${pct(above(p.size_now, p.lower_bound))} above); re-planned with ${p.algorithm}: ${fmt(p.planned)}`
+        : 'No planned memory: no method of this program has planned tensors'));
+    // Methods of several buffers: their totals first (plan's "method" lines).
+    const multi = methods.filter((m) => (m.buffers || []).length > 1);
+    if (multi.length) {
+      box.append(el('h2', {}, 'Methods of several planned buffers'));
+      box.append(sortableTable([
+        { key: 'name', title: 'method', mono: true },
+        { key: 'buffers', title: 'buffers', num: true, value: (m) => m.buffers.length, render: (m) => fmt(m.buffers.length) },
+        { key: 'size_now', title: 'now', num: true },
+        { key: 'lower_bound', title: 'lower bound', num: true },
+        { key: 'above', title: '% above', num: true, value: (m) => above(m.size_now, m.lower_bound), render: (m) => above(m.size_now, m.lower_bound).toFixed(1) },
+        { key: 'planned', title: 're-planned', num: true },
+      ], multi, { name: 'plan-methods', rowAttrs: (m) => ({ class: 'plan-method', 'data-method': m.name }) }));
+    }
+    if (rows.length) {
+      box.append(el('h2', {}, `Planned buffers (${rows.length})`));
+      const columns = [
+        { key: 'method', title: 'method', mono: true },
+        { key: 'memory_id', title: 'buffer', num: true, render: (r) => el('a', { class: 'offset', title: 'show it in the picture',
+          onclick: () => { const g = planPanel(r.method, r.memory_id); if (g) g.scrollIntoView({ block: 'center' }); } },
+          `${r.memory_id}${r.device ? ` (${r.device})` : ''}`) },
+        { key: 'tensors', title: 'tensors', num: true },
+        { key: 'blocks', title: 'blocks', num: true },
+        { key: 'size_now', title: 'now', num: true },
+        { key: 'lower_bound', title: 'lower bound', num: true },
+        { key: 'above_lower_bound_percent', title: '% above', num: true, render: (r) => r.above_lower_bound_percent.toFixed(1) },
+      ];
+      for (const a of algos.filter((x) => rows.some((r) => r.sizes[x] !== undefined))) {
+        columns.push({ key: `algo:${a}`, title: a, num: true, value: (r) => r.sizes[a],
+          render: (r) => (r.sizes[a] === undefined ? '' : el('span', { class: r.optimal[a] ? 'optimal' : undefined,
+            title: r.optimal[a] ? 'optimal' : `${pct(above(r.sizes[a], r.lower_bound))} above the lower bound` }, fmt(r.sizes[a]))) });
+      }
+      columns.push(
+        { key: 'planned', title: 're-planned', num: true, render: (r) => el('span', { title: r.kept_input ? 'no planner is smaller: the input\u2019s plan is kept' : `${r.algorithm}\u2019s plan` }, fmt(r.planned), r.kept_input ? ' (kept)' : '') },
+        { key: 'peak', title: 'peak at instruction', value: (r) => (r.peak ? r.peak.instruction : -1),
+          render: (r) => (r.peak ? el('span', { class: 'mono', 'data-instruction': r.peak.instruction }, `${r.peak.instruction} (${r.peak.operator})`) : '') },
+        { key: 'peak_bytes', title: 'peak bytes', num: true, value: (r) => (r.peak ? r.peak.bytes : 0), render: (r) => (r.peak ? fmt(r.peak.bytes) : '') },
+      );
+      box.append(sortableTable(columns, rows, { name: 'plan-buffers',
+        rowAttrs: (r) => ({ class: 'plan-buffer', 'data-method': r.method, 'data-memory-id': r.memory_id }) }));
+      // The tensors that set each peak.
+      for (const r of rows) {
+        if (!r.peak) continue;
+        const g = r.executorch_greedy;
+        const facts = [`${fmt(r.tensors)} tensors in ${fmt(r.blocks)} blocks`];
+        if (r.fixed) facts.push(`${fmt(r.fixed)} fixed (state other methods share)`);
+        if (r.idle) facts.push(`${fmt(r.idle)} never live`);
+        facts.push(`alignment ${fmt(r.alignment)}`);
+        if (g) facts.push(g.reproduces_input ? 'executorch-greedy gives the input\u2019s offsets exactly'
+          : `executorch-greedy does not give the input\u2019s offsets${g.first_difference ? ` (first differs at ${g.first_difference})` : ''}`);
+        box.append(el('h3', { 'data-peak-method': r.method, 'data-peak-memory-id': r.memory_id },
+          `method "${r.method}", buffer ${r.memory_id}: peak at instruction ${r.peak.instruction} (${r.peak.operator}), `,
+          `${fmt(r.peak.bytes)} bytes in ${r.peak.values.length} live block${r.peak.values.length === 1 ? '' : 's'}`));
+        box.append(el('p', { class: 'note' }, facts.join('; ')));
+        box.append(sortableTable([
+          { key: 'value', title: 'value', num: true },
+          { key: 'description', title: 'tensor', mono: true },
+          { key: 'bytes', title: 'bytes', num: true },
+          { key: 'interval', title: 'live at instructions', num: true, value: (v) => v.interval[0], render: (v) => `${v.interval[0]}..${v.interval[1]}` },
+          { key: 'fixed', title: 'fixed', render: (v) => (v.fixed ? 'yes' : '') },
+        ], r.peak.values, { name: `peak ${r.method} ${r.memory_id}`, rowAttrs: () => ({ class: 'peak-value' }) }));
+      }
+    }
+    if (unknown.length) {
+      box.append(el('h2', {}, 'Lifetimes not derived'));
+      box.append(el('ul', { 'data-list': 'plan-not-checked' }, unknown.map((m) => el('li', { class: 'note' },
+        `method "${m.name}": ${fmt(m.size_now)} bytes planned; ${m.not_checked}, so no lower bound and no re-plan`))));
+    }
+    if (plain.length) {
+      box.append(el('p', { class: 'note', 'data-no-plan': plain.length },
+        `${planned ? `${plain.length} more` : plain.length} method${plain.length === 1 ? '' : 's'} without planned tensors: `,
+        el('span', { class: 'mono' }, plain.map((m) => m.name).join(', '))));
+    }
+    if (p.svg && planned) {
+      box.append(el('h2', {}, 'The plan drawn (ptepack map --memory)'));
+      const holder = el('div', { class: 'planbox' });
+      // The SVG is ptepack's own (MemoryMapSvg), made by the module; names in it are escaped there.
+      holder.innerHTML = p.svg.slice(p.svg.indexOf('<svg'));
+      box.append(holder);
+    }
     return box;
   };
 
@@ -631,8 +750,7 @@
     }
     const data = doc.views && doc.views[meta.name];
     if (data === undefined) {
-      const what = meta.name === 'plan' ? 'memory plan' : meta.title.toLowerCase();
-      section.append(el('p', { class: 'missing', 'data-missing': meta.name }, `${what}: not in this build`));
+      section.append(el('p', { class: 'missing', 'data-missing': meta.name }, `${meta.title.toLowerCase()}: not in this build`));
       return;
     }
     if (data && data.error) {

@@ -5,12 +5,14 @@
 // bytes as LeadingBytesNeeded asks for (headers and flatbuffer), or the whole file when it is
 // small, and hands them here with the file's total size. Everything the page shows is
 // computed by the same code as the CLI's: verify's findings, inspect's description, size, the
-// byte map and the graph. Each view is one function in Views(); Analyze returns the JSON of
-// every view, and the page draws each one it finds (a view it does not know, as tables). The
-// page names the views it knows that are absent "not in this build": the memory plan, until
-// `ptepack plan --json` exists and is added to Views() as {"plan", ...}.
+// byte map, the graph and the memory plan (`ptepack plan --json` with `map --memory`'s
+// picture). Each view is one function in Views(); Analyze returns the JSON of every view, and
+// the page draws each one it finds (a view it does not know, as tables; a view it knows that is
+// absent, as "not in this build"). The memory plan, like verify, the byte map and the graph,
+// needs only the headers and the flatbuffer, so a file read by its leading bytes gets it too.
 #include <emscripten/bind.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -25,6 +27,8 @@
 #include "serialize/format/pte_format.h"
 #include "serialize/insight/byte_map.h"
 #include "serialize/insight/graph.h"
+#include "serialize/insight/plan.h"
+#include "serialize/insight/plan_map.h"
 #include "serialize/insight/size.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/leading_bytes.h"
@@ -174,16 +178,48 @@ json GraphView(Document& d) {
   return GraphJson(*pte);
 }
 
+// `ptepack plan --json` (the default algorithms, alignment inferred per buffer) with `ptepack map
+// --memory -o X.svg`'s picture as "svg". As the CLI does: shown for a plan `verify` flags (the
+// picture draws those tensors in red), refused for a file with any other error (its tables cannot
+// be trusted).
+json PlanView(Document& d) {
+  if (d.inspect.lone_ptd) {
+    return {
+        {"error", {{"code", "no-program"}, {"message", "a .ptd file holds data, not a program: it plans no memory"}}}};
+  }
+  const PteFile* pte = Program(d);
+  if (!pte || !pte->program()) {
+    return {{"error", {{"code", "invalid"}, {"message", "no verified program to plan (see verify)"}}}};
+  }
+  // A .bpte: its wrapped program's findings (as SizeView judges it).
+  const std::vector<const Report*> reports = d.bpte ? std::vector<const Report*>{&pte->report()} : d.inspect.reports();
+  size_t plan_errors = 0;
+  for (const Report* r : reports) {
+    for (const Finding& f : r->findings()) {
+      if (f.severity != Finding::Severity::kError) continue;
+      if (f.code.rfind("plan-", 0) != 0) {
+        return {
+            {"error",
+             {{"code", "invalid"}, {"message", "the file has errors, so its memory plan is not shown (see verify)"}}}};
+      }
+      ++plan_errors;
+    }
+  }
+  json j = PlanJson(AnalyzePlan(*pte));
+  j["plan_errors"] = plan_errors;
+  j["svg"] = MemoryMapSvg(*pte);
+  return j;
+}
+
 struct View {
   const char* name;
   json (*run)(Document&);
 };
 
-// The views, in the page's order. Add the memory plan here ({"plan", PlanView}) when the
-// library has it; the page draws it from its JSON.
+// The views, in the page's order; the page draws each from its JSON.
 const std::vector<View>& Views() {
-  static const std::vector<View> views = {
-      {"inspect", InspectView}, {"verify", VerifyView}, {"size", SizeView}, {"map", MapView}, {"graph", GraphView}};
+  static const std::vector<View> views = {{"inspect", InspectView}, {"verify", VerifyView}, {"size", SizeView},
+                                          {"map", MapView},         {"graph", GraphView},   {"plan", PlanView}};
   return views;
 }
 
@@ -204,7 +240,8 @@ class Session {
     inputs_.push_back(std::move(in));
   }
 
-  // {"documents": [{"file", "kind", "size", "bytes_read", "ptds", "views": {name: json}}]}
+  // {"documents": [{"file", "kind", "size", "bytes_read", "ptds", "views": {name: json},
+  //  "view_ms": {name: milliseconds}}]}
   std::string Analyze() const {
     json docs = json::array();
     std::vector<const Input*> ptds, mains;
@@ -255,7 +292,9 @@ class Session {
       doc["views"] = views;
       return doc;
     }
+    json ms = json::object();  // how long each view took, in milliseconds
     for (const View& v : Views()) {
+      const auto t0 = std::chrono::steady_clock::now();
       try {
         views[v.name] = v.run(d);
       } catch (const Error& e) {
@@ -263,8 +302,10 @@ class Session {
       } catch (const std::exception& e) {
         views[v.name] = {{"error", {{"code", "internal"}, {"message", e.what()}}}};
       }
+      ms[v.name] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     doc["views"] = views;
+    doc["view_ms"] = ms;
     return doc;
   }
 
