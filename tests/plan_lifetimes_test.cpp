@@ -965,6 +965,14 @@ TEST(PlanLifetimes, DISABLED_WriteFuzzSeeds) {
     StateMethod(b, "reset", 0, /*extra_state=*/true);
     write("plan_shared_state.pte", b, Named());
   }
+  // Unnamed state share_mutable_buffers-style (one method keeps its state
+  // apart in buffer 2), as planned and with read's s1 moved to buffer 1.
+  testing::WriteFile(std::string(dir) + "/plan_shared_unnamed.pte",
+                     RenderPte(LayoutPte(SharedStateProgram({}), BackendConfig{})));
+  SharedPlan moved;
+  moved.read_s1 = {1, 48};
+  testing::WriteFile(std::string(dir) + "/plan_shared_moved_out.pte",
+                     RenderPte(LayoutPte(SharedStateProgram(moved), BackendConfig{})));
 }
 
 // The straight-line fast path and the general dataflow give the same
