@@ -751,6 +751,18 @@ TEST(PlanChecks, TemporaryOverStateOnlyTheOtherMethodKeeps) {
       << f.message;
   ASSERT_TRUE(f.offset.has_value());
   EXPECT_EQ(*f.offset, AllocationAt(p, 0, 2));
+
+  // step's s1 at [16, 32) instead: two states (different initial data, so
+  // not the same one) on the same bytes, said once, at the first method's.
+  SharedPlan onto;
+  onto.step_s1 = {2, 16};
+  Built q = Build(SharedStateProgram(onto));
+  ASSERT_EQ(q.codes(), (std::vector<std::string>{"plan-overlap"})) << q.findings();
+  EXPECT_NE(q.file->report().findings()[0].message.find(
+                "method \"step\": values[1] (FLOAT[4]) uses bytes [16, 32) of planned buffer 2, which hold state "
+                "values[2] (FLOAT[4]) of method \"read\""),
+            std::string::npos)
+      << q.findings();
 }
 
 // read's s1 in its own buffer 1 at [48, 64) (free there): read reads the

@@ -2515,6 +2515,7 @@ SharedStateAnalysis AnalyzeSharedState(const std::vector<StateBufferEntry>& entr
 
   // Anything of one method on another's state in a shared buffer.
   if (max_overlaps == 0) return r;
+  std::set<std::pair<size_t, size_t>> reported;  // two states meeting: said once
   for (uint32_t mid : r.buffers) {
     std::vector<size_t> state;
     for (const auto& c : clusters[mid]) state.insert(state.end(), c.begin(), c.end());
@@ -2534,10 +2535,12 @@ SharedStateAnalysis AnalyzeSharedState(const std::vector<StateBufferEntry>& entr
         if (!spend(1)) return r;
         const StateBufferEntry& b = entries[*it];
         if (b.method == a.method || !EntryBytesMeet(a, b) || (a.persistent && SameState(a, b))) continue;
+        if (a.persistent && reported.count({*it, k})) continue;
         if (r.overlaps.size() >= max_overlaps) {
           r.more_overlaps = true;
         } else {
           r.overlaps.push_back({k, *it});
+          if (a.persistent) reported.emplace(k, *it);
         }
         break;
       }

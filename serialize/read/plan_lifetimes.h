@@ -227,7 +227,8 @@ struct SharedStateAnalysis {
   };
   std::vector<Mismatch> mismatches;
   // `entry` (any live storage of a method keeping state in a shared buffer)
-  // meets the bytes of `state`, another method's state that it is not.
+  // meets the bytes of `state`, another method's state that it is not (two
+  // states meeting: listed once).
   struct Overlap {
     size_t entry = 0;
     size_t state = 0;
