@@ -660,6 +660,201 @@ TEST(PlanChecks, TemporaryOverAnotherMethodsState) {
       << p.findings();
 }
 
+// The shared_state rule program (tests/conformance/plan_programs.cpp) as
+// share_mutable_buffers plans it (run_multimethod: every mutable buffer in
+// memory_id 2, one offset per name; _check_default_mem_ids: the rest in 1):
+//   step: 0: t = s1 + x   1: s1.copy_(t)   2: r = -t       values x0 s1 1 t2 r3
+//   read: 0: w = s1 * y   1: z = w + s2                    values y0 s1 1 s2 2 w3 z4
+// s1 at bytes [0, 16) of buffer 2 in both, s2 (only `read` names it) at
+// [16, 32). Names are not emitted (upstream's default): the initial data
+// tells s1 from s2, and equal initial data is stored once
+// (cached_spec_mutable_hash_values), so both methods' s1 index one entry.
+struct SharedPlan {
+  PlannedLocation step_s1{2, 0};
+  PlannedLocation step_t{1, 16};
+  PlannedLocation read_s1{2, 0};
+  PlannedLocation read_s2{2, 16};
+};
+Package SharedStateProgram(const SharedPlan& at) {
+  ProgramBuilder b;
+  const std::vector<uint8_t> s1(16, 1), s2(16, 2);
+  {
+    auto& m = b.AddMethod("step");
+    uint32_t x = m.Tensor(F32(4, 0));
+    uint32_t s = m.MutableBuffer({ScalarType::kFloat, {4}, at.step_s1}, "state.s1", Bytes::Own(s1));
+    uint32_t t = m.Tensor({ScalarType::kFloat, {4}, at.step_t});
+    uint32_t r = m.Tensor(F32(4, 32));
+    uint32_t one = m.Int(1), nb = m.Bool(false);
+    m.KernelCall(m.Operator("aten::add", "out"), {I(s), I(x), I(one), I(t), I(t)});
+    m.KernelCall(m.Operator("aten::copy_"), {I(s), I(t), I(nb), I(s)});
+    m.KernelCall(m.Operator("aten::neg", "out"), {I(t), I(r), I(r)});
+    m.Inputs({I(x)});
+    m.Outputs({I(r)});
+    m.PlannedBufferSizes({0, 64, 32});
+  }
+  {
+    auto& m = b.AddMethod("read");
+    uint32_t y = m.Tensor(F32(4, 0));
+    uint32_t a = m.MutableBuffer({ScalarType::kFloat, {4}, at.read_s1}, "state.s1", Bytes::Own(s1));
+    uint32_t c = m.MutableBuffer({ScalarType::kFloat, {4}, at.read_s2}, "state.s2", Bytes::Own(s2));
+    uint32_t w = m.Tensor(F32(4, 16));
+    uint32_t z = m.Tensor(F32(4, 32));
+    uint32_t one = m.Int(1);
+    m.KernelCall(m.Operator("aten::mul", "out"), {I(a), I(y), I(w), I(w)});
+    m.KernelCall(m.Operator("aten::add", "out"), {I(w), I(c), I(one), I(z), I(z)});
+    m.Inputs({I(y)});
+    m.Outputs({I(z)});
+    m.PlannedBufferSizes({0, 64, 32});
+  }
+  return b.Build();
+}
+
+uint64_t AllocationAt(const Built& p, size_t method, uint32_t value) {
+  const auto* ai = p.file->program()
+                       ->execution_plan()
+                       ->Get(static_cast<flatbuffers::uoffset_t>(method))
+                       ->values()
+                       ->Get(value)
+                       ->val_as_Tensor()
+                       ->allocation_info();
+  return static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(ai) - p.file->file().data);
+}
+
+TEST(PlanLifetimes, StateOnlyOneMethodNamesIsSharedToo) {
+  Built p = Build(SharedStateProgram({}));
+  EXPECT_TRUE(p.file->ok()) << p.findings();
+  // s1 in both methods; s2, which only `read` keeps, still may not move.
+  ASSERT_EQ(p.lt.shared.size(), 1u);
+  EXPECT_EQ(p.lt.shared[0].memory_id, 2u);
+  EXPECT_EQ(p.lt.shared[0].name, "");
+  EXPECT_EQ(p.lt.shared[0].uses.size(), 2u);
+  EXPECT_TRUE(p.storage(1, 0).shared_across_methods);
+  EXPECT_TRUE(p.storage(1, 1).shared_across_methods);
+  EXPECT_TRUE(p.storage(2, 1).shared_across_methods);
+  EXPECT_FALSE(p.storage(3, 1).shared_across_methods);
+}
+
+// step's t at [16, 32) of buffer 2: step holds s1 and a temporary there, so
+// step no longer keeps "nothing but state" in it; read still does (and keeps
+// the rest in buffer 1), so the buffer is shared. t is written at step's
+// instruction 0 over read's s2, which read reads at its instruction 1 on the
+// next call: one plan-overlap, at t's allocation_info.
+TEST(PlanChecks, TemporaryOverStateOnlyTheOtherMethodKeeps) {
+  SharedPlan at;
+  at.step_t = {2, 16};
+  Built p = Build(SharedStateProgram(at));
+  ASSERT_EQ(p.codes(), (std::vector<std::string>{"plan-overlap"})) << p.findings();
+  const Finding& f = p.file->report().findings()[0];
+  EXPECT_NE(f.message.find("method \"step\": values[2] (FLOAT[4]) uses bytes [16, 32) of planned buffer 2, which "
+                           "hold state values[2] (FLOAT[4]) of method \"read\" (bytes [16, 32)) between calls"),
+            std::string::npos)
+      << f.message;
+  ASSERT_TRUE(f.offset.has_value());
+  EXPECT_EQ(*f.offset, AllocationAt(p, 0, 2));
+
+  // step's s1 at [16, 32) instead: two states (different initial data, so
+  // not the same one) on the same bytes, said once, at the first method's.
+  SharedPlan onto;
+  onto.step_s1 = {2, 16};
+  Built q = Build(SharedStateProgram(onto));
+  ASSERT_EQ(q.codes(), (std::vector<std::string>{"plan-overlap"})) << q.findings();
+  EXPECT_NE(q.file->report().findings()[0].message.find(
+                "method \"step\": values[1] (FLOAT[4]) uses bytes [16, 32) of planned buffer 2, which hold state "
+                "values[2] (FLOAT[4]) of method \"read\""),
+            std::string::npos)
+      << q.findings();
+}
+
+// read's s1 in its own buffer 1 at [48, 64) (free there): read reads the
+// initial s1 on every call, never what step wrote at [0, 16) of the shared
+// buffer 2. Buffer 2 is still shared (step keeps s1 apart there, read keeps
+// s2), and read's s1 has step's s1's initial data and size and read keeps
+// nothing like it in buffer 2: one plan-shared-state-mismatch at read's s1.
+TEST(PlanChecks, StateMovedOutOfTheSharedBuffer) {
+  SharedPlan at;
+  at.read_s1 = {1, 48};
+  Built p = Build(SharedStateProgram(at));
+  ASSERT_EQ(p.codes(), (std::vector<std::string>{"plan-shared-state-mismatch"})) << p.findings();
+  const Finding& f = p.file->report().findings()[0];
+  EXPECT_NE(f.message.find("method \"read\": state values[1] (FLOAT[4]) is at bytes [48, 64) of planned buffer 1, "
+                           "but method \"step\" keeps state with the same initial data and size, values[1] "
+                           "(FLOAT[4]), at bytes [0, 16) of planned buffer 2"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(f.expected, "bytes [0, 16) of planned buffer 2");
+  EXPECT_EQ(f.found, "bytes [48, 64) of planned buffer 1");
+  ASSERT_TRUE(f.offset.has_value());
+  EXPECT_EQ(*f.offset, AllocationAt(p, 1, 1));
+
+  // The other way round: step's s1 at [48, 64) of its buffer 1 (step then
+  // keeps nothing in buffer 2; read keeps s1 and s2 apart there, and step's
+  // s1 is a copy of read's): step updates its own copy, read never sees it.
+  SharedPlan back;
+  back.step_s1 = {1, 48};
+  Built q = Build(SharedStateProgram(back));
+  ASSERT_EQ(q.codes(), (std::vector<std::string>{"plan-shared-state-mismatch"})) << q.findings();
+  EXPECT_NE(q.file->report().findings()[0].message.find(
+                "method \"step\": state values[1] (FLOAT[4]) is at bytes [48, 64) of planned buffer 1, but method "
+                "\"read\" keeps state with the same initial data and size"),
+            std::string::npos)
+      << q.findings();
+
+  // With names: the same state by name, wherever it is.
+  Built n = Build(SharedStateProgram(at), Named());
+  ASSERT_EQ(n.codes(), (std::vector<std::string>{"plan-shared-state-mismatch"})) << n.findings();
+  EXPECT_NE(n.file->report().findings()[0].message.find(
+                "method \"read\": state \"state.s1\" is at bytes [48, 64) of planned buffer 1, but at bytes [0, 16) of "
+                "planned buffer 2 in method \"step\""),
+            std::string::npos)
+      << n.findings();
+}
+
+// What must stay clean: s2 (only read has it) moved to read's buffer 1 (no
+// other method sees it, nothing changes); and both methods planned the
+// default way (everything in buffer 1, each method its own buffers), where
+// read's w sits on the bytes step keeps s1 at and s1 is at other bytes in
+// each method, named or not.
+TEST(PlanChecks, StateNoOtherMethodSharesIsItsOwn) {
+  SharedPlan at;
+  at.read_s2 = {1, 48};
+  Built p = Build(SharedStateProgram(at));
+  EXPECT_TRUE(p.file->ok()) << p.findings();
+
+  for (const BackendConfig& cfg : {BackendConfig{}, Named()}) {
+    ProgramBuilder b;
+    const std::vector<uint8_t> s1(16, 1), s2(16, 2);
+    {
+      auto& m = b.AddMethod("step");
+      uint32_t x = m.Tensor(F32(4, 0));
+      uint32_t s = m.MutableBuffer(F32(4, 16), "state.s1", Bytes::Own(s1));
+      uint32_t t = m.Tensor(F32(4, 32));
+      uint32_t nb = m.Bool(false), one = m.Int(1);
+      m.KernelCall(m.Operator("aten::add", "out"), {I(s), I(x), I(one), I(t), I(t)});
+      m.KernelCall(m.Operator("aten::copy_"), {I(s), I(t), I(nb), I(s)});
+      m.Inputs({I(x)});
+      m.Outputs({I(t)});
+      m.PlannedBufferSizes({0, 64});
+    }
+    {
+      auto& m = b.AddMethod("read");
+      uint32_t y = m.Tensor(F32(4, 0));
+      uint32_t a = m.MutableBuffer(F32(4, 32), "state.s1", Bytes::Own(s1));
+      uint32_t c = m.MutableBuffer(F32(4, 48), "state.s2", Bytes::Own(s2));
+      uint32_t w = m.Tensor(F32(4, 16));  // step's s1's bytes
+      uint32_t z = m.Tensor(F32(4, 0));   // y's (y is last read at 0)
+      uint32_t one = m.Int(1);
+      m.KernelCall(m.Operator("aten::mul", "out"), {I(a), I(y), I(w), I(w)});
+      m.KernelCall(m.Operator("aten::add", "out"), {I(w), I(c), I(one), I(z), I(z)});
+      m.Inputs({I(y)});
+      m.Outputs({I(z)});
+      m.PlannedBufferSizes({0, 64});
+    }
+    Built d = Build(b, cfg);
+    EXPECT_TRUE(d.file->ok()) << d.findings();
+    EXPECT_TRUE(d.lt.shared.empty());
+  }
+}
+
 // ---- What plan, size, inspect and map --memory read.
 TEST(PlanLifetimes, PlanViewsOfAMethod) {
   ProgramBuilder b;
@@ -782,6 +977,14 @@ TEST(PlanLifetimes, DISABLED_WriteFuzzSeeds) {
     StateMethod(b, "reset", 0, /*extra_state=*/true);
     write("plan_shared_state.pte", b, Named());
   }
+  // Unnamed state share_mutable_buffers-style (one method keeps its state
+  // apart in buffer 2), as planned and with read's s1 moved to buffer 1.
+  testing::WriteFile(std::string(dir) + "/plan_shared_unnamed.pte",
+                     RenderPte(LayoutPte(SharedStateProgram({}), BackendConfig{})));
+  SharedPlan moved;
+  moved.read_s1 = {1, 48};
+  testing::WriteFile(std::string(dir) + "/plan_shared_moved_out.pte",
+                     RenderPte(LayoutPte(SharedStateProgram(moved), BackendConfig{})));
 }
 
 // The straight-line fast path and the general dataflow give the same

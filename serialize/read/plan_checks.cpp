@@ -235,52 +235,61 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
 
 // State several methods keep in one buffer (share_mutable_buffers;
 // exir/passes/memory_planning_pass.py run_multimethod gives every spec of one
-// name the same mem_id and offset): the same state at the same bytes in every
-// method, and nothing of one method on another's state.
-void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<StateBufferEntry>& entries,
-                      const std::vector<SharedStateGroup>& groups) {
+// name memory_id 2 and the same offset): the same state at the same bytes in
+// every method, and nothing of one method on another's state
+// (AnalyzeSharedState finds both; this says them).
+void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<StateBufferEntry>& entries) {
+  const SharedStateAnalysis a = AnalyzeSharedState(entries, kMaxOverlapsPerMethod);
   auto method_name = [&](size_t m) {
     const auto* plan = p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m));
     return Quote(plan->name() ? plan->name()->str() : "");
   };
-  std::set<std::pair<uint32_t, size_t>> participants;  // (memory_id, method)
-  for (const SharedStateGroup& g : groups) {
-    const StateBufferEntry& a = entries[g.entries.front()];
-    for (size_t k : g.entries) participants.emplace(g.memory_id, entries[k].method);
-    for (size_t k = 1; k < g.entries.size(); ++k) {
-      const StateBufferEntry& b = entries[g.entries[k]];
-      if (a.offset == b.offset && a.nbytes == b.nbytes) continue;
-      const std::string name = g.identity.rfind('@', 0) == 0 ? b.text : Quote(g.identity);
-      w.r.Error("plan-shared-state-mismatch",
-                "method " + method_name(b.method) + ": state " + name + " is at bytes " + Bytes(b.offset, b.nbytes) +
-                    " of planned buffer " + std::to_string(g.memory_id) + ", but at bytes " +
-                    Bytes(a.offset, a.nbytes) + " in method " + method_name(a.method) +
-                    "; the methods keep their state in that buffer together (share_mutable_buffers), so each would "
-                    "read the other's bytes",
-                w.at(b.where), Bytes(a.offset, a.nbytes), Bytes(b.offset, b.nbytes));
+  auto at = [](const StateBufferEntry& e) {
+    return "bytes " + Bytes(e.offset, e.nbytes) + " of planned buffer " + std::to_string(e.memory_id);
+  };
+  for (const SharedStateAnalysis::Mismatch& mm : a.mismatches) {
+    const StateBufferEntry& e = entries[mm.entry];
+    const StateBufferEntry& f = entries[mm.reference];
+    const std::string where_found = e.memory_id == f.memory_id ? Bytes(e.offset, e.nbytes) : at(e);
+    const std::string where_expected = e.memory_id == f.memory_id ? Bytes(f.offset, f.nbytes) : at(f);
+    std::string msg;
+    if (!e.name.empty() && e.name == f.name) {
+      msg = "method " + method_name(e.method) + ": state " + Quote(e.name) + " is at " + at(e) + ", but at " + at(f) +
+            " in method " + method_name(f.method) + "; the methods keep their state in planned buffer " +
+            std::to_string(f.memory_id) +
+            " together (share_mutable_buffers), so they would not read and write the same bytes";
+    } else {
+      msg = "method " + method_name(e.method) + ": state " + e.text + " is at " + at(e) + ", but method " +
+            method_name(f.method) + " keeps state with the same initial data and size, " + f.text + ", at " + at(f) +
+            ", a buffer the methods share (share_mutable_buffers puts every mutable buffer there), where " +
+            method_name(e.method) + " keeps none: " + method_name(e.method) + " would read its own copy, never what " +
+            method_name(f.method) + " writes";
     }
+    w.r.Error("plan-shared-state-mismatch", msg, w.at(e.where), where_expected, where_found);
   }
-  size_t reported = 0;
-  for (const StateBufferEntry& a : entries) {
-    if (!participants.count({a.memory_id, a.method}) || !a.live || reported >= kMaxOverlapsPerMethod) continue;
-    for (const StateBufferEntry& b : entries) {
-      if (b.method == a.method || !b.persistent || b.memory_id != a.memory_id ||
-          !participants.count({b.memory_id, b.method}) || !BytesMeet(a.offset, a.nbytes, b.offset, b.nbytes)) {
-        continue;
-      }
-      if (a.persistent && a.identity == b.identity) continue;  // the same state (or a mismatch, above)
-      ++reported;
-      w.r.Error("plan-overlap",
-                "method " + method_name(a.method) + ": " + a.text + " uses bytes " + Bytes(a.offset, a.nbytes) +
-                    " of planned buffer " + std::to_string(a.memory_id) + ", which hold state " + b.text +
-                    " of method " + method_name(b.method) + " (bytes " + Bytes(b.offset, b.nbytes) +
-                    ") between calls: the methods keep their state in that buffer together "
-                    "(share_mutable_buffers), so running " +
-                    method_name(a.method) + " overwrites it",
-                w.at(a.where), "bytes no other method's state uses",
-                "overlap with " + method_name(b.method) + "'s state");
-      break;
-    }
+  for (const SharedStateAnalysis::Overlap& o : a.overlaps) {
+    const StateBufferEntry& x = entries[o.entry];
+    const StateBufferEntry& s = entries[o.state];
+    w.r.Error("plan-overlap",
+              "method " + method_name(x.method) + ": " + x.text + " uses bytes " + Bytes(x.offset, x.nbytes) +
+                  " of planned buffer " + std::to_string(x.memory_id) + ", which hold state " + s.text + " of method " +
+                  method_name(s.method) + " (bytes " + Bytes(s.offset, s.nbytes) +
+                  ") between calls: the methods keep their state in that buffer together "
+                  "(share_mutable_buffers), so running " +
+                  method_name(x.method) + " overwrites it",
+              w.at(x.where), "bytes no other method's state uses",
+              "overlap with " + method_name(s.method) + "'s state");
+  }
+  if (a.more_overlaps) {
+    w.r.Error("plan-overlap",
+              "more tensors share bytes with another method's state in a shared planned buffer than are listed",
+              w.at(entries[a.overlaps.back().entry].where), "bytes no other method's state uses",
+              "more than " + std::to_string(a.overlaps.size()));
+  }
+  if (a.not_checked) {
+    w.r.Warn("plan-not-checked",
+             "state several methods share: not checked completely (more state than the check's limits)",
+             w.at(p.execution_plan()), "state checked across methods", "stopped at the limit");
   }
 }
 
@@ -316,7 +325,7 @@ void CheckMemoryPlan(const Where& w, const efb::Program& program, const ProgramL
     CheckMethod(w, program, lt.methods[k], sc);
     AddStateBufferEntries(lt.methods[k], k, entries);
   }
-  if (!entries.empty()) CheckSharedState(w, program, entries, FindSharedState(entries));
+  if (!entries.empty()) CheckSharedState(w, program, entries);
 }
 
 // One method at a time: its lifetimes are dropped once checked; what shared
@@ -332,7 +341,7 @@ void CheckMemoryPlan(const Where& w, const efb::Program& program) {
     CheckMethod(w, program, m, sc);
     AddStateBufferEntries(m, k, entries);
   }
-  if (!entries.empty()) CheckSharedState(w, program, entries, FindSharedState(entries));
+  if (!entries.empty()) CheckSharedState(w, program, entries);
 }
 
 }  // namespace ptepack

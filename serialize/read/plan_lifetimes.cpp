@@ -2316,9 +2316,12 @@ void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<
     }
   }
   if (buffers.empty()) return;
+  bool other_tensors = false;  // anything but state, with bytes, anywhere
   for (const PlanStorage& st : m.storages) {
+    if (st.persistent || st.nbytes == 0) continue;
+    other_tensors = true;
     for (auto& b : buffers) {
-      if (b.first == st.memory_id && !st.persistent && st.nbytes > 0) b.second = false;
+      if (b.first == st.memory_id) b.second = false;
     }
   }
   for (uint32_t s = 0; s < m.storages.size(); ++s) {
@@ -2334,37 +2337,216 @@ void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<
     e.persistent = st.persistent;
     e.live = st.persistent || !st.live.empty();
     e.state_only = b->second;
+    e.apart = b->second && other_tensors;
+    const PlannedTensor* t = m.Tensor(st.values.front());
     if (st.persistent) {
-      const std::string name = NameOf(m.Tensor(st.values.front())->tensor);
-      e.identity = name.empty() ? "@" + std::to_string(st.offset) + "+" + std::to_string(st.nbytes) : name;
+      e.name = NameOf(t->tensor);
+      e.initial = t->tensor->data_buffer_idx();
     }
     e.text = DescribeStorage(m, st);
-    const PlannedTensor* t = m.Tensor(st.values.front());
     e.where = t->tensor->allocation_info() ? static_cast<const void*>(t->tensor->allocation_info())
                                            : static_cast<const void*>(t->tensor);
     out.push_back(std::move(e));
   }
 }
 
-std::vector<SharedStateGroup> FindSharedState(const std::vector<StateBufferEntry>& entries) {
-  std::vector<SharedStateGroup> groups;
-  // (memory_id, identity) -> entries; (memory_id, method) state only.
-  std::map<std::pair<uint32_t, std::string>, std::vector<size_t>> ids;
-  std::set<std::pair<uint32_t, size_t>> state_only;
+bool SameState(const StateBufferEntry& a, const StateBufferEntry& b) {
+  if (!a.name.empty() && !b.name.empty()) return a.name == b.name;
+  return a.memory_id == b.memory_id && a.offset == b.offset && a.nbytes == b.nbytes &&
+         !(a.initial > 0 && b.initial > 0 && a.initial != b.initial);
+}
+
+namespace {
+
+bool EntryBytesMeet(const StateBufferEntry& a, const StateBufferEntry& b) {
+  const uint64_t ae = a.offset + a.nbytes < a.offset ? UINT64_MAX : a.offset + a.nbytes;
+  const uint64_t be = b.offset + b.nbytes < b.offset ? UINT64_MAX : b.offset + b.nbytes;
+  return a.nbytes > 0 && b.nbytes > 0 && a.offset < be && b.offset < ae;
+}
+
+// `e` (unnamed, with initial data) may be a copy of `f`, state kept in a
+// shared buffer: the same initial data and size (equal initial data is stored
+// once, so the same index).
+bool CopyOf(const StateBufferEntry& e, const StateBufferEntry& f) {
+  return (e.name.empty() || f.name.empty()) && e.initial > 0 && e.initial == f.initial && e.nbytes == f.nbytes;
+}
+
+}  // namespace
+
+SharedStateAnalysis AnalyzeSharedState(const std::vector<StateBufferEntry>& entries, size_t max_overlaps) {
+  SharedStateAnalysis r;
+  uint64_t work = 0;
+  auto spend = [&](uint64_t n) {
+    work += n;
+    if (work > kMaxWork) r.not_checked = true;
+    return !r.not_checked;
+  };
+  // Entries by buffer; each buffer's state as clusters of the same state (by
+  // place, then SameState with the cluster's first entry).
+  std::map<uint32_t, std::vector<size_t>> by_buffer;
+  std::map<uint32_t, std::vector<std::vector<size_t>>> clusters;
+  {
+    std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::vector<size_t>> at;  // place -> clusters' indices
+    for (size_t k = 0; k < entries.size(); ++k) {
+      const StateBufferEntry& e = entries[k];
+      by_buffer[e.memory_id].push_back(k);
+      if (!e.persistent) continue;
+      auto& cs = clusters[e.memory_id];
+      auto& here = at[{e.memory_id, e.offset, e.nbytes}];
+      bool placed = false;
+      for (size_t c : here) {
+        if (!spend(1)) return r;
+        if (SameState(entries[cs[c].front()], e)) {
+          cs[c].push_back(k);
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) {
+        here.push_back(cs.size());
+        cs.push_back({k});
+      }
+    }
+  }
+  // Persistent entries by name, and (unnamed) by initial data and size.
+  std::map<std::string, std::vector<size_t>> by_name;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> by_initial;
   for (size_t k = 0; k < entries.size(); ++k) {
     const StateBufferEntry& e = entries[k];
-    if (e.state_only) state_only.emplace(e.memory_id, e.method);
-    if (e.persistent) ids[{e.memory_id, e.identity}].push_back(k);
+    if (!e.persistent) continue;
+    if (!e.name.empty()) by_name[e.name].push_back(k);
+    if (e.initial > 0) by_initial[{e.initial, e.nbytes}].push_back(k);
   }
-  for (const auto& [key, list] : ids) {
-    std::set<size_t> methods_state_only;
-    for (size_t k : list) {
-      if (state_only.count({key.first, entries[k].method})) methods_state_only.insert(entries[k].method);
+
+  // Which buffers are shared.
+  for (const auto& [mid, cs] : clusters) {
+    std::set<size_t> with_state, apart, state_only;
+    for (const auto& c : cs) {
+      for (size_t k : c) {
+        with_state.insert(entries[k].method);
+        if (entries[k].apart) apart.insert(entries[k].method);
+        if (entries[k].state_only) state_only.insert(entries[k].method);
+      }
     }
-    if (methods_state_only.size() < 2) continue;
-    groups.push_back({key.first, key.second, list});
+    bool shared = false;
+    if (!apart.empty()) {
+      shared = with_state.size() >= 2;
+      // One method keeps state here; another keeps a copy of some of it elsewhere.
+      for (size_t c = 0; c < cs.size() && !shared; ++c) {
+        const StateBufferEntry& s = entries[cs[c].front()];
+        const std::vector<size_t>* same[2] = {nullptr, nullptr};
+        if (!s.name.empty() && by_name.count(s.name)) same[0] = &by_name[s.name];
+        if (s.initial > 0 && by_initial.count({s.initial, s.nbytes})) same[1] = &by_initial[{s.initial, s.nbytes}];
+        for (const auto* list : same) {
+          for (size_t j = 0; list && j < list->size() && !shared; ++j) {
+            if (!spend(1)) return r;
+            const StateBufferEntry& e = entries[(*list)[j]];
+            shared = e.memory_id != mid && !with_state.count(e.method) &&
+                     ((!e.name.empty() && e.name == s.name) || CopyOf(e, s));
+          }
+        }
+      }
+    }
+    // Two methods that keep nothing but state here, with some of it in common.
+    for (size_t c = 0; c < cs.size() && !shared && state_only.size() >= 2; ++c) {
+      std::set<size_t> methods;
+      for (size_t k : cs[c]) {
+        if (state_only.count(entries[k].method)) methods.insert(entries[k].method);
+      }
+      shared = methods.size() >= 2;
+    }
+    if (shared) r.buffers.push_back(mid);
   }
-  return groups;
+  if (r.buffers.empty()) return r;
+  auto is_shared = [&](uint32_t mid) { return std::binary_search(r.buffers.begin(), r.buffers.end(), mid); };
+
+  for (uint32_t mid : r.buffers) {
+    for (const auto& c : clusters[mid]) {
+      r.fixed.insert(r.fixed.end(), c.begin(), c.end());
+      std::set<size_t> methods;
+      for (size_t k : c) methods.insert(entries[k].method);
+      if (methods.size() >= 2) r.groups.push_back({mid, entries[c.front()].name, c});
+    }
+  }
+  std::sort(r.fixed.begin(), r.fixed.end());
+  std::vector<uint8_t> fixed(entries.size(), 0);
+  for (size_t k : r.fixed) fixed[k] = 1;
+  std::vector<const std::vector<size_t>*> cluster_of(entries.size(), nullptr);
+  for (const auto& [mid, cs] : clusters) {
+    for (const auto& c : cs) {
+      for (size_t k : c) cluster_of[k] = &c;
+    }
+  }
+
+  // Named state in a shared buffer: at the same bytes wherever it is named.
+  std::vector<uint8_t> mismatched(entries.size(), 0);
+  for (const auto& [name, list] : by_name) {
+    auto ref = std::find_if(list.begin(), list.end(), [&](size_t k) { return fixed[k] != 0; });
+    if (ref == list.end()) continue;
+    const StateBufferEntry& f = entries[*ref];
+    for (size_t k : list) {
+      const StateBufferEntry& e = entries[k];
+      if (k == *ref || (e.memory_id == f.memory_id && e.offset == f.offset && e.nbytes == f.nbytes)) continue;
+      r.mismatches.push_back({k, *ref});
+      mismatched[k] = 1;
+    }
+  }
+  // Unnamed state outside the shared buffers that is a copy of state another
+  // method keeps in one (the same initial data and size), in a method that
+  // keeps no such state there: its own copy, which the others never see.
+  for (const auto& [key, list] : by_initial) {
+    for (size_t k : list) {
+      const StateBufferEntry& e = entries[k];
+      if (mismatched[k] || is_shared(e.memory_id)) continue;
+      for (size_t f : list) {
+        if (!spend(1)) return r;
+        const StateBufferEntry& s = entries[f];
+        if (!fixed[f] || s.method == e.method || !CopyOf(e, s)) continue;
+        bool kept = false;  // e's method keeps s's state in the shared buffer too
+        if (!spend(cluster_of[f]->size())) return r;
+        for (size_t g : *cluster_of[f]) kept = kept || entries[g].method == e.method;
+        if (kept) continue;
+        r.mismatches.push_back({k, f});
+        break;
+      }
+    }
+  }
+  std::sort(r.mismatches.begin(), r.mismatches.end(), [](const auto& a, const auto& b) { return a.entry < b.entry; });
+
+  // Anything of one method on another's state in a shared buffer.
+  if (max_overlaps == 0) return r;
+  std::set<std::pair<size_t, size_t>> reported;  // two states meeting: said once
+  for (uint32_t mid : r.buffers) {
+    std::vector<size_t> state;
+    for (const auto& c : clusters[mid]) state.insert(state.end(), c.begin(), c.end());
+    std::sort(state.begin(), state.end(), [&](size_t a, size_t b) {
+      return std::make_pair(entries[a].offset, a) < std::make_pair(entries[b].offset, b);
+    });
+    uint64_t longest = 0;
+    for (size_t k : state) longest = std::max(longest, entries[k].nbytes);
+    for (size_t k : by_buffer[mid]) {
+      const StateBufferEntry& a = entries[k];
+      if (!a.live) continue;
+      const uint64_t from = a.offset > longest ? a.offset - longest : 0;
+      auto it = std::lower_bound(state.begin(), state.end(), from,
+                                 [&](size_t x, uint64_t off) { return entries[x].offset < off; });
+      const uint64_t end = a.offset + a.nbytes < a.offset ? UINT64_MAX : a.offset + a.nbytes;
+      for (; it != state.end() && entries[*it].offset < end; ++it) {
+        if (!spend(1)) return r;
+        const StateBufferEntry& b = entries[*it];
+        if (b.method == a.method || !EntryBytesMeet(a, b) || (a.persistent && SameState(a, b))) continue;
+        if (a.persistent && reported.count({*it, k})) continue;
+        if (r.overlaps.size() >= max_overlaps) {
+          r.more_overlaps = true;
+        } else {
+          r.overlaps.push_back({k, *it});
+          if (a.persistent) reported.emplace(k, *it);
+        }
+        break;
+      }
+    }
+  }
+  return r;
 }
 
 ProgramLifetimes DeriveLifetimes(const efb::Program& program) {
@@ -2377,14 +2559,13 @@ ProgramLifetimes DeriveLifetimes(const efb::Program& program) {
   // Buffers several methods share (share_mutable_buffers).
   std::vector<StateBufferEntry> entries;
   for (size_t m = 0; m < lt.methods.size(); ++m) AddStateBufferEntries(lt.methods[m], m, entries);
-  for (const SharedStateGroup& g : FindSharedState(entries)) {
+  const SharedStateAnalysis shared = AnalyzeSharedState(entries, 0);
+  for (size_t k : shared.fixed) lt.methods[entries[k].method].storages[entries[k].storage].shared_across_methods = true;
+  for (const SharedStateGroup& g : shared.groups) {
     SharedState sh;
     sh.memory_id = g.memory_id;
-    sh.name = g.identity.rfind('@', 0) == 0 ? "" : g.identity;
-    for (size_t k : g.entries) {
-      sh.uses.push_back({entries[k].method, entries[k].storage});
-      lt.methods[entries[k].method].storages[entries[k].storage].shared_across_methods = true;
-    }
+    sh.name = g.name;
+    for (size_t k : g.entries) sh.uses.push_back({entries[k].method, entries[k].storage});
     lt.shared.push_back(std::move(sh));
   }
   return lt;

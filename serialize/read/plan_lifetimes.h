@@ -185,21 +185,61 @@ struct StateBufferEntry {
   bool persistent = false;
   bool live = false;            // live somewhere in its method
   bool state_only = false;      // its method keeps nothing but state in this buffer
-  std::string identity;         // persistent: its name, or "@offset+nbytes" when unnamed
+  bool apart = false;           // state_only, and its method plans other tensors, all in other buffers
+  std::string name;             // persistent: its fully qualified name ("" when the file has none)
+  uint32_t initial = 0;         // persistent: its data_buffer_idx (initial data in the mutable segment; 0: none)
   std::string text;             // DescribeStorage, for messages
   const void* where = nullptr;  // the allocation_info of its first value
 };
 // Appends the entries of method `method` (only buffers holding state).
 void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out);
-// State several methods share: a buffer that holds only state in at least
-// two methods, which have state of the same identity in it; that identity is
-// shared by every method holding it there. Each group lists entries.
+
+// Two persistent entries (of two methods) are the same state: the same name
+// when both have one; otherwise the same buffer, offset and size, and not two
+// different initial data (the emitter stores equal initial data once:
+// _emitter.py cached_spec_mutable_hash_values).
+bool SameState(const StateBufferEntry& a, const StateBufferEntry& b);
+
+// State several methods share (share_mutable_buffers,
+// exir/passes/memory_planning_pass.py run_multimethod: every mutable buffer of
+// every method in memory_id 2, one offset per name, everything else in 1), as
+// docs/memory-plan.md states the rule. A buffer is shared when
+//  - a method keeps its state apart there (nothing but state in it, its other
+//    tensors in other buffers) and another method keeps state there too, or
+//    keeps a copy of state kept there elsewhere (the same name; unnamed: the
+//    same initial data and size); or
+//  - two methods keep nothing but state there, with the same state in common.
 struct SharedStateGroup {
   uint32_t memory_id = 0;
-  std::string identity;
-  std::vector<size_t> entries;  // indices in the entries given
+  std::string name;             // "" when unnamed
+  std::vector<size_t> entries;  // indices in the entries given: one state, at least two methods
 };
-std::vector<SharedStateGroup> FindSharedState(const std::vector<StateBufferEntry>& entries);
+struct SharedStateAnalysis {
+  std::vector<uint32_t> buffers;         // the shared memory_ids, ascending
+  std::vector<SharedStateGroup> groups;  // state kept in a shared buffer by several methods
+  std::vector<size_t> fixed;             // persistent entries in a shared buffer: their bytes stay put
+  // `entry` is state that must be at `reference`'s bytes and is not: the same
+  // name elsewhere, or (unnamed) a copy of it outside the shared buffers in a
+  // method that keeps no such state in the shared buffer.
+  struct Mismatch {
+    size_t entry = 0;
+    size_t reference = 0;
+  };
+  std::vector<Mismatch> mismatches;
+  // `entry` (any live storage of a method keeping state in a shared buffer)
+  // meets the bytes of `state`, another method's state that it is not (two
+  // states meeting: listed once).
+  struct Overlap {
+    size_t entry = 0;
+    size_t state = 0;
+  };
+  std::vector<Overlap> overlaps;  // at most one per entry, at most max_overlaps in all (0: not looked for)
+  bool more_overlaps = false;     // some were left out
+  // The analysis gave up (more steps than the lifetimes' limit): what it
+  // found so far, incomplete.
+  bool not_checked = false;
+};
+SharedStateAnalysis AnalyzeSharedState(const std::vector<StateBufferEntry>& entries, size_t max_overlaps);
 
 // For tests: true makes every method go through the general dataflow, not
 // the straight-line fast path (they must agree).

@@ -39,7 +39,9 @@ std::vector<Bytes> SplitSegment(const Bytes& seg, const std::vector<uint64_t>& o
 uint32_t InlineEntryFor(fb::Value& bdd, const Bytes& data, std::vector<uint32_t>& restored) {
   for (uint32_t i : restored) {
     const Bytes& have = BackendDelegateInlineData{*bdd.elems()[i].table()}.get_data();
-    if (have.size == data.size && (have.data == data.data || std::memcmp(have.data, data.data, data.size) == 0)) {
+    // Empty payloads have no pointer to compare (memcmp must not get null).
+    if (have.size == data.size &&
+        (data.size == 0 || have.data == data.data || std::memcmp(have.data, data.data, data.size) == 0)) {
       return i;
     }
   }

@@ -646,5 +646,104 @@ TEST(PlanMutants, EveryChangedRunIsFlagged) {
   EXPECT_EQ(fixtures.missed + ours.missed, 0u) << "mutants whose execution changed and verify did not flag:" << ex;
 }
 
+// Every mutant of the shared_state rule program's seed (plan_programs.h: two methods sharing
+// buffer 2 at run time, --share-buffer 2) that the generator above can make, not a sample: each
+// 4-aligned offset inside its buffer, and the other buffer at the same offset where it fits (a
+// tensor at offset 0 has no offset field in the file, so it only changes buffer). The random
+// mutants reach this program a few times per run; the ways state kept between methods goes
+// wrong (a tensor of one method over state only the other names, state moved out of the shared
+// buffer in either method, state onto another state's bytes) each come from one move here.
+TEST(PlanMutants, SharedStateEveryMoveChangedIsFlagged) {
+  PTEPACK_REQUIRE_RUNTIME_ORACLE();
+  const std::string dir = ScratchDir("plan_mutants_shared");
+  Seed s;
+  for (const RuleProgram& p : PlanRulePrograms()) {
+    if (p.name != "shared_state") continue;
+    s.label = p.name;
+    s.ours = true;
+    s.pte = dir + "/seed.pte";
+    WritePackage(p.Build(p.With(p.cases.at(0).moves)), BackendConfig{}, s.pte);
+    s.share = p.share_buffers;
+    s.bytes = ReadFile(s.pte);
+  }
+  ASSERT_FALSE(s.bytes.empty());
+  ASSERT_TRUE(ReadPlan(&s));
+  int exit_code = 0;
+  const json out = RunOracle(s, {s.pte}, dir, &exit_code).at(0);
+  ASSERT_EQ(exit_code, 0) << "the original does not run: " << out.dump().substr(0, 500);
+  s.reference = ClobberView(out);
+  {
+    std::string codes, other;
+    ASSERT_FALSE(PlanFlagged(s.pte, s, &codes, &other)) << "the original is flagged: " << codes;
+  }
+  std::vector<Mutant> mutants;
+  for (size_t ti = 0; ti < s.tensors.size(); ti++) {
+    const Planned& t = s.tensors[ti];
+    const auto& sizes = s.buffer_sizes[t.plan];
+    if (t.low_field != kNone) {
+      for (uint64_t off = 0; off + t.nbytes <= static_cast<uint64_t>(sizes.at(t.memory_id)); off += 4) {
+        if (off != t.offset) mutants.push_back({0, ti, "offset", static_cast<uint32_t>(off)});
+      }
+    }
+    for (uint32_t id = 1; id < sizes.size() && t.id_field != kNone; id++) {
+      if (id != t.memory_id && t.offset + t.nbytes <= static_cast<uint64_t>(sizes[id])) {
+        mutants.push_back({0, ti, "memory_id", id});
+      }
+    }
+  }
+  size_t changed = 0, flagged = 0, missed = 0, flagged_same = 0, refused = 0;
+  std::vector<std::string> missed_examples;
+  for (size_t from = 0; from < mutants.size(); from += 100) {
+    const size_t to = std::min(mutants.size(), from + 100);
+    std::vector<std::string> files;
+    for (size_t i = from; i < to; i++) {
+      files.push_back(dir + "/m" + std::to_string(i) + ".pte");
+      WriteFile(files.back(), MutantBytes(s, mutants[i]));
+    }
+    int batch_exit = 0;
+    const std::vector<json> outs = RunOracle(s, files, dir, &batch_exit);
+    for (size_t i = from; i < to; i++) {
+      json one = outs[i - from];
+      int alone = 0;
+      if (one.is_null()) one = RunOracle(s, {files[i - from]}, dir, &alone).at(0);
+      const Mutant& m = mutants[i];
+      const Planned& t = s.tensors[m.tensor];
+      bool loaded = one.is_object() && one.contains("program") && one["program"]["status"]["code"] == 0;
+      for (const auto& meth : loaded ? one.value("methods", json::array()) : json::array()) {
+        loaded = loaded && meth["load_status"]["code"] == 0;
+      }
+      if (one.is_object() && !loaded) {
+        ++refused;
+        continue;
+      }
+      const std::string diff = one.is_object() ? FirstClobberDifference(s.reference, ClobberView(one))
+                                               : "the runtime crashed (exit " + std::to_string(alone) + ")";
+      std::string codes, other;
+      const bool f = PlanFlagged(files[i - from], s, &codes, &other);
+      EXPECT_TRUE(other.empty()) << other;
+      changed += !diff.empty();
+      flagged += f;
+      flagged_same += f && diff.empty();
+      if (!diff.empty() && !f) {
+        ++missed;
+        const uint32_t mem = m.what == "memory_id" ? m.value : t.memory_id;
+        const uint64_t offset = m.what == "offset" ? m.value : t.offset;
+        missed_examples.push_back("plan " + std::to_string(t.plan) + " value " + std::to_string(t.value) + " " +
+                                  std::to_string(t.memory_id) + ":" + std::to_string(t.offset) + " -> " +
+                                  std::to_string(mem) + ":" + std::to_string(offset) + ": " + diff.substr(0, 200));
+      }
+      std::remove(files[i - from].c_str());
+    }
+  }
+  std::printf(
+      "shared_state, every move: %zu mutants; execution changed: %zu; flagged by verify: %zu; missed: %zu; flagged, "
+      "execution unchanged: %zu; refused by the runtime: %zu\n",
+      mutants.size(), changed, flagged, missed, flagged_same, refused);
+  std::string ex;
+  for (const auto& e : missed_examples) ex += "\n  " + e;
+  EXPECT_EQ(missed, 0u) << "mutants whose execution changed and verify did not flag:" << ex;
+  EXPECT_EQ(refused, 0u);
+}
+
 }  // namespace
 }  // namespace ptepack::testing
