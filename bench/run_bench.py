@@ -339,6 +339,24 @@ def main():
               "executorch-greedy alone %s CPU" % s(algo["executorch-greedy"]["big_seconds"]), "-", "<= 1 s",
               res["big_total_cpu_s"] <= 1)
 
+    # 8. `ptepack plan --algorithm best` on generated programs (issue 23), through the whole
+    # read / lifetimes / plan / write path, against the input plan ExecuTorch's greedy makes.
+    if want("replan"):
+        bench = os.path.join(a.build, "ptepack_replan_bench")
+        r = subprocess.run([bench, "--json"] + (["--programs", "60", "--max-ops", "1000"] if a.quick else []),
+                           stdout=subprocess.PIPE, text=True)
+        res = json.loads(r.stdout)
+        best, inp = res["best"], res["input"]
+        t.add("replan: planned / lower bound over %d generated programs (%d tensors), `plan -o` best median / worst"
+              % (res["programs"], res["tensors"]),
+              "%.4f / %.4f" % (best["median"], best["worst"]),
+              "input (ExecuTorch's greedy) %.4f / %.4f" % (inp["median"], inp["worst"]),
+              "%.1f %% fewer bytes" % (100.0 * (1 - res["bytes_best"] / max(1, res["bytes_input"]))),
+              "<= 1.02 / <= 1.10", best["median"] <= 1.02 and best["worst"] <= 1.10)
+        t.add("replan: best larger than the input or our greedy; methods not derived", "%d, %d" % (
+              res["best_above"], res["not_checked"]), "-", "-", "0, 0",
+              res["best_above"] == 0 and res["not_checked"] == 0)
+
     u = platform.uname()
     print("\nptepack bench (%s), %s UTC, %s %s, %d CPUs, load average %.1f at the end, repeat %d" % (
         "quick" if a.quick else "full", time.strftime("%Y-%m-%d %H:%M", time.gmtime()), u.system, u.release,

@@ -8,8 +8,10 @@
 #   scripts/conformance.sh --full   the long versions: PTEPACK_CONFORMANCE_FULL=1, which every
 #                                   sized test reads (the mutation test: 100,000 mutants,
 #                                   PTEPACK_MUTANTS overrides; the writer grid: every pair of
-#                                   axis values; JsonTree's random edits: 1,000 a text), and
-#                                   PTEPACK_PLAN_FULL=1 (the planner's random instances: 23,000),
+#                                   axis values; JsonTree's random edits: 1,000 a text;
+#                                   PlanMutants: 10,000 fixture plan mutants, PTEPACK_PLAN_MUTANTS
+#                                   overrides), and PTEPACK_PLAN_FULL=1 (the planner's random
+#                                   instances: 23,000),
 #                                   in both test binaries (the whole suite, not only the
 #                                   conformance label), without ctest's timeouts.
 #                                   Hours, not minutes. --long: the same.

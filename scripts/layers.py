@@ -33,9 +33,9 @@ LAYERS = [
     ["serialize/read"],
     ["serialize/model"],
     ["serialize/format"],
-    ["serialize/io"],
     ["layout"],
     ["config"],
+    ["serialize/io"],
     ["include/ptepack"],
 ]
 # Where generated headers come from (their schema's folder).

@@ -138,3 +138,46 @@ def test_dry_run_writes_nothing(fixture, tmp_path):
 
 def test_version():
     assert ptepack.__version__.count(".") == 2
+
+
+@pytest.mark.parametrize("name,ptd", [("xor.pte", "xor.ptd"), ("keyword_spotting.pte", None), ("add.pte", None)])
+def test_plan_is_the_cli_json(fixture, name, ptd):
+    ptds = [fixture(ptd)] if ptd else []
+    got = ptepack.plan(fixture(name), ptd=ptds)
+    args = ["plan", fixture(name), "--json"]
+    for p in ptds:
+        args += ["--ptd", p]
+    code, want = cli(*args)
+    assert code == 0
+    assert got == want
+    for algorithm in ("executorch-greedy", "best-fit"):
+        code, want = cli(*args, "--algorithm", algorithm, "--alignment", "32")
+        assert ptepack.plan(fixture(name), ptd=ptds, algorithm=algorithm, alignment=32) == want
+
+
+def test_plan_writes_what_the_cli_writes(fixture, tmp_path):
+    # xor.pte: ExecuTorch's planner gave 624 bytes (its non_const_buffer_sizes); best plans less.
+    (tmp_path / "py").mkdir()
+    (tmp_path / "cli").mkdir()
+    got = ptepack.plan(fixture("xor.pte"), ptd=[fixture("xor.ptd")], output=str(tmp_path / "py" / "xor.pte"))
+    code, want = cli("plan", fixture("xor.pte"), "--ptd", fixture("xor.ptd"), "-o", str(tmp_path / "cli" / "xor.pte"),
+                     "--json")
+    assert code == 0
+    assert got["methods"] == want["methods"]
+    assert got["methods"][0]["size_now"] == 624
+    assert got["planned"] < 624
+    assert got["written"]["verified"] is True and want["written"]["verified"] is True
+    assert open(got["written"]["files"][0]["path"], "rb").read() == open(tmp_path / "cli" / "xor.pte", "rb").read()
+    d = subprocess.run([CLI, "diff", fixture("xor.pte"), got["written"]["files"][0]["path"], "--ptd-a",
+                        fixture("xor.ptd"), "--ptd-b", got["written"]["files"][1]["path"], "--json"],
+                       capture_output=True, text=True)
+    assert json.loads(d.stdout)["verdict"] == "memory plan only"
+
+
+def test_plan_errors_are_located(fixture):
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.plan(fixture("xor.pte"), algorithm="fastest")
+    assert e.value.code == "usage"
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.plan(fixture("xor.pte"), alignment=24)
+    assert e.value.code == "plan-bad-alignment"

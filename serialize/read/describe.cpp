@@ -681,6 +681,18 @@ void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
     o << (i > 1 ? "," : "") << " #" << i - 1 << " " << (v < 0 ? std::to_string(v) : Human(static_cast<uint64_t>(v)));
   }
   o << "\n";
+  // Added by the API layer (serialize/insight/plan.h) for a file without errors outside its plan.
+  if (m.contains("memory_plan") && m["memory_plan"]["planned_tensors"].get<uint64_t>() > 0) {
+    const auto& mp = m["memory_plan"];
+    o << "  memory plan: planned " << Human(mp["planned"].get<uint64_t>());
+    if (mp["lower_bound"].is_null()) {
+      o << ", lower bound not derived: " << mp["not_checked"].get<std::string>() << "\n";
+    } else {
+      char pct[64];
+      std::snprintf(pct, sizeof pct, " (%.1f %% above)", mp["above_lower_bound_percent"].get<double>());
+      o << ", lower bound " << Human(mp["lower_bound"].get<uint64_t>()) << pct << "\n";
+    }
+  }
   if (!m["mutable_buffer_names"].empty()) {
     o << "  mutable buffer names:";
     for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();

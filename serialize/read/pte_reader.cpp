@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "serialize/read/leading_bytes.h"
+#include "serialize/read/plan_checks.h"
 #include "serialize/read/program_checks.h"
 #include "serialize/read/ptd_reader.h"
 
@@ -180,6 +181,10 @@ void PteFile::Parse(const ReadOptions& opts) {
   if (!VerifyProgram(opts)) return;
   segments_ = CheckProgramTables(Where{report_, file_, file_size_},
                                  ProgramFrame{*program_, header_, segment_base_offset_}, opts);
+  // The memory plan, once the tables it reads are known to be sound.
+  if (report_.ok() && opts.check_memory_plan && PlanCheckEnabled()) {
+    CheckMemoryPlan(Where{report_, file_, file_size_}, *program_);
+  }
 }
 
 bool PteFile::CheckIdentifier() {

@@ -34,6 +34,10 @@ struct ReadOptions {
   // true, an error when false (current runtimes cannot load them).
   bool allow_legacy_ptd = true;
   uint32_t max_tables = 1'000'000;  // the runtime's verifier default
+  // Check the memory plan (serialize/read/plan_checks.h) once the tables are
+  // sound. Off only to measure what it costs (micro_bench); the environment
+  // variable PTEPACK_SKIP_PLAN_CHECK turns it off for a whole process.
+  bool check_memory_plan = true;
 };
 
 struct SegmentSpan {
