@@ -52,13 +52,13 @@ PY
 echo "check-install: include/ptepack: $(ls include/ptepack | wc -l) public headers, none generated or test-only"
 
 # 2. Build the library and CLI alone (no tests, no bench) and install them
-#    into a temporary prefix. The build directory is the Release one that
-#    scripts/test.sh builds the Python module in (nothing is rebuilt when it
-#    is up to date).
-BUILD=${PTEPACK_INSTALL_BUILD_DIR:-build-py}
+#    into a temporary prefix. The build directory is the g++ Release one that
+#    scripts/test.sh builds the Python module in, configured the same way
+#    (scripts/builds.sh), so after test.sh nothing is compiled again.
+source scripts/builds.sh
+BUILD=$REL_BUILD
 PREFIX="$WORK/prefix"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_TESTS=OFF -DPTEPACK_BUILD_BENCH=OFF \
-  "${LAUNCHER[@]}" >/dev/null
+configure_release_build
 cmake --build "$BUILD" -j"$JOBS" --target ptepack_lib ptepack ptepack_shell_files >/dev/null
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
 PTEPACK="$PREFIX/bin/ptepack"

@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# The test command: builds ptepack with AddressSanitizer + UndefinedBehavior-
-# Sanitizer in build-asan/ and runs the whole GoogleTest suite with ctest.
+# The test command: builds ptepack with clang, AddressSanitizer + UndefinedBehaviorSanitizer
+# (-O1 -g) in build-asan/ and runs the whole GoogleTest suite with ctest (the same build
+# holds the fuzzers scripts/fuzz.sh runs: scripts/builds.sh); then the browser viewer's test
+# and the Python module's (a g++ Release build in build-py/, which scripts/check-install.sh
+# reuses); last, that g++ -O0 compiles the rest (tests, benchmarks) with -Werror
+# (scripts/gcc-check.sh).
+# docs/ci.md: what each step costs in CI.
+#
+#   PTEPACK_CONFORMANCE_FULL=1 scripts/test.sh   the long versions of the sized tests
+#                                   (what scripts/conformance.sh --full runs; docs/ci.md)
 #
 #   scripts/test.sh --no-fixtures   instead: the suite as a clone without ../shared beside it
 #                                   runs it (fixture and oracle directories empty; a Release build
@@ -20,34 +28,34 @@ if [ "${1:-}" = "--no-fixtures" ]; then
   ./build-nofix/tests/conformance/ptepack_conformance_tests --gtest_brief=1
   exit 0
 fi
-./scripts/install-deps.sh
+source scripts/builds.sh
+# Each step prints one line, "[time] STEP: wall, CPU" (docs/ci.md's table comes from them).
+ci_step install-deps ./scripts/install-deps.sh
 # Includes run one way between folders (docs/architecture.md).
-python3 scripts/layers.py --check --doc docs/architecture.md >/dev/null
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPTEPACK_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$(nproc)"
+ci_step layers python3 scripts/layers.py --check --doc docs/architecture.md >/dev/null
+configure_asan_build
+ci_step build-asan cmake --build "$ASAN_BUILD" -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
+ci_step ctest ctest --test-dir "$ASAN_BUILD" --output-on-failure -j"$(nproc)"
 
 # The browser viewer (web/, issue 26): built with Emscripten and tested in headless Chromium
 # against the sanitized CLI. Skipped, saying so, without Chromium or npm.
-./scripts/test-web.sh build-asan/ptepack
+ci_step test-web ./scripts/test-web.sh "$ASAN_BUILD/ptepack"
 
 # The Python module (a plain Release build: a sanitized extension would need
 # the sanitizer runtime preloaded into python) and its pytest suite, which
 # compares it with the CLI. Skipped, saying so, without pybind11 or pytest.
-PY=""
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import pybind11, pytest" 2>/dev/null; then
-    PY=$(command -v "$p")
-    break
-  fi
-done
+PY=$(find_module_python || true)
 if [ -z "$PY" ]; then
   echo "test.sh: SKIPPED the Python module tests: no python3 with pybind11 and pytest (Debian: python3-pybind11 python3-pytest)"
 else
-  cmake -S . -B build-py -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_PYTHON=ON -DPTEPACK_BUILD_TESTS=OFF \
-    -DPTEPACK_BUILD_BENCH=OFF -DPython3_EXECUTABLE="$PY" >/dev/null
-  cmake --build build-py -j"$(nproc)" --target ptepack_python ptepack
-  PTEPACK_PYTHON_DIR="$PWD/build-py/python" PTEPACK_CLI="$PWD/build-py/ptepack" "$PY" -m pytest -q -rs python/tests
+  configure_release_build
+  ci_step build-py cmake --build "$REL_BUILD" -j"$(nproc)" --target ptepack_python ptepack
+  ci_step pytest env PTEPACK_PYTHON_DIR="$(readlink -f "$REL_BUILD")/python" \
+    PTEPACK_CLI="$(readlink -f "$REL_BUILD")/ptepack" "$PY" -m pytest -q -rs python/tests
 fi
+
+# g++ -O0 compiles every file of ours with -Wall -Wextra -Werror (compile only), but for those
+# the g++ Release build above compiled with -Werror already (the library and the CLI).
+ci_step gcc-check env GCC_CHECK_SKIP_BUILT="$REL_BUILD" ./scripts/gcc-check.sh

@@ -24,8 +24,8 @@
 // programs (plan_programs.h; the only seeds with two buffers, so the only memory_id mutants),
 // counted apart.
 //
-// PTEPACK_PLAN_MUTANTS=N: fixture mutants (default 2,000; scripts/conformance.sh --long runs
-// 10,000); the rule programs add a twentieth as many.
+// PTEPACK_PLAN_MUTANTS=N: fixture mutants (default 2,000; PTEPACK_CONFORMANCE_FULL=1, which
+// scripts/conformance.sh --full sets, runs 10,000); the rule programs add a twentieth as many.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -416,7 +416,8 @@ std::vector<uint8_t> MutantBytes(const Seed& s, const Mutant& m) {
 
 TEST(PlanMutants, EveryChangedRunIsFlagged) {
   PTEPACK_REQUIRE_RUNTIME_ORACLE();
-  size_t n_fixture = 2000;
+  const char* full = std::getenv("PTEPACK_CONFORMANCE_FULL");  // scripts/conformance.sh --full
+  size_t n_fixture = full != nullptr && std::string(full) == "1" ? 10000 : 2000;
   if (const char* e = std::getenv("PTEPACK_PLAN_MUTANTS")) n_fixture = std::strtoull(e, nullptr, 10);
   const size_t n_ours = n_fixture / 20;
   const std::string dir = ScratchDir("plan_mutants");
