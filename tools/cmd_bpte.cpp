@@ -5,6 +5,7 @@
 
 #include "serialize/bpte/bpte.h"
 #include "serialize/read/describe.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -32,10 +33,11 @@ void RegisterExtractProgram(CLI::App* bpte) {
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("extract-program", "Write the wrapped .pte program, byte for byte");
-  c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output .pte")->required();
-  c->add_flag("--force", o->force, "Write the program even if it does not verify");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("X.bpte", &o->in, "BundledProgram file", InputKind::kFile)->required();
+  a.Output("-o,--output", &o->out, "Output .pte", "P.pte")->required();
+  a.Flag("--force", &o->force, "Write the program even if it does not verify");
+  a.Run([o]() {
     auto f = OpenValid(o->in, false);
     if (!f) return void(g_exit = kInvalid);
     if (!f->program_ok() && !o->force) {
@@ -60,10 +62,12 @@ void RegisterExtractTests(CLI::App* bpte) {
                                  "Write the test cases as DIR/tests.json plus one raw file per tensor (what `bpte "
                                  "build` reads)");
   c->footer(bpte::kTestsJsonHelp);
-  c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
-  c->add_option("DIR", o->dir, "Output directory (filled under a temporary name, then renamed into place)")->required();
-  c->add_flag("--force", o->force, "Replace an existing non-empty directory that holds a tests.json");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("X.bpte", &o->in, "BundledProgram file", InputKind::kFile)->required();
+  a.Output("DIR", &o->dir, "Output directory (filled under a temporary name, then renamed into place)", "DIR")
+      ->required();
+  a.Flag("--force", &o->force, "Replace an existing non-empty directory that holds a tests.json");
+  a.Run([o]() {
     auto f = OpenValid(o->in, false);
     if (!f) return void(g_exit = kInvalid);
     bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
@@ -84,15 +88,16 @@ void RegisterBuild(CLI::App* bpte) {
                                  "Build a BundledProgram from a .pte and test cases (tests.json + raw tensor files). "
                                  "The output is read back and checked before it replaces anything");
   c->footer(bpte::kTestsJsonHelp);
-  c->add_option("PTE", o->pte, "Program to wrap (copied byte for byte)")->required()->check(CLI::ExistingFile);
-  c->add_option("TESTS", o->tests, "tests.json")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output .bpte")->required();
-  c->add_option("--flatbuffer-order", o->order,
-                "flatc (ExecuTorch's flatc JSON path, which wrote the real files; default) or python (its "
-                "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
-                "builder)");
-  c->add_flag("--dry-run", o->dry_run, "Say what would be written; write nothing");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("P.pte", &o->pte, "Program to wrap (copied byte for byte)", InputKind::kProgram)->required();
+  a.Input("TESTS.json", &o->tests, "tests.json", InputKind::kFile)->required();
+  a.Output("-o,--output", &o->out, "Output .bpte", "X.bpte")->required();
+  a.Choice("--flatbuffer-order", &o->order, {"flatc", "python"},
+           "flatc (ExecuTorch's flatc JSON path, which wrote the real files; default) or python (its "
+           "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
+           "builder)");
+  a.Flag("--dry-run", &o->dry_run, "Say what would be written; write nothing");
+  a.Run([o]() {
     FlatbufferOrder order;
     if (!ParseFlatbufferOrder(o->order, &order)) {
       throw Error("usage", "--flatbuffer-order: expected flatc or python, found \"" + EscapeControl(o->order) + "\"");

@@ -56,8 +56,8 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
     if (auto rc = InspectBpte(in.file, json)) return *rc;
   }
   ReadOptions ro;
-  ro.segment_alignment = o.common.segment_alignment;
-  ro.tensor_alignment = o.common.tensor_alignment;
+  ro.segment_alignment = o.common.segment_alignment.value_or(0);
+  ro.tensor_alignment = o.common.tensor_alignment.value_or(0);
   ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
   LoadedFiles l = LoadInput(in, ro);
   if (!l.pte && (stream || !json)) {  // a .ptd: streamed, one entry at a time
@@ -122,12 +122,14 @@ void RegisterInspect(CLI::App& app) {
                                "offsets and alignment, named data, external keys, mutable buffer names, "
                                "stack traces. Problems found are listed too. Several files are explained one "
                                "after the other (exit code: the worst).");
-  AddCommon(c, o->common, /*quiet=*/false);
-  c->add_option("--method", o->method, "Show only this method");
-  c->add_option("--tensor", o->tensor,
-                "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
-                "(\"\" lists all): value index, dtype, shape, bytes, location");
-  c->callback([c, o]() { Run(c, *o); });
+  Args& a = NewArgs(c);
+  AddCommon(a, o->common, /*quiet=*/false);
+  a.Text("--method", &o->method, "Show only this method", "NAME");
+  a.Text("--tensor", &o->tensor,
+         "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
+         "(\"\" lists all): value index, dtype, shape, bytes, location",
+         "PATTERN");
+  a.Run([c, o]() { Run(c, *o); });
 }
 
 }  // namespace ptepack::cli

@@ -7,6 +7,7 @@
 #include "serialize/io/file_io.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -22,11 +23,12 @@ void RegisterMap(CLI::App& app) {
                                "Draw the file's byte layout: header, flatbuffer, each segment and the padding "
                                "between them as proportional bands coloured by kind, with hover titles (name, "
                                "offset, size) and a legend. Writes SVG, or HTML when OUT ends in .html.");
-  c->add_option("FILE", o->file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output file: NAME.svg or NAME.html")->required();
-  c->add_flag("--log", o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
-  c->add_flag("-q,--quiet", o->quiet, "No summary");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("FILE", &o->file, "A .pte program (or a .ptd data file)", InputKind::kProgram)->required();
+  a.Output("-o,--output", &o->out, "Output file: NAME.svg or NAME.html", "MAP.svg|MAP.html")->required();
+  a.Flag("--log", &o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
+  a.Run([o]() {
     const bool html = o->out.size() >= 5 && o->out.compare(o->out.size() - 5, 5, ".html") == 0;
     const bool svg = o->out.size() >= 4 && o->out.compare(o->out.size() - 4, 4, ".svg") == 0;
     if (!html && !svg) throw Error("usage", "map: the output must end in .svg or .html (found " + o->out + ")");

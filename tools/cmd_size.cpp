@@ -5,6 +5,7 @@
 #include "serialize/insight/size.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -24,7 +25,7 @@ void RegisterSize(CLI::App& app) {
   struct Options {
     std::string file;
     std::vector<std::string> ptds;
-    size_t top = 10;
+    uint64_t top = 10;
     std::string sort = "bytes";
     bool json = false;
   };
@@ -34,13 +35,14 @@ void RegisterSize(CLI::App& app) {
                                "instructions, operators, strings, stack traces, ...), segments by kind, padding by "
                                "cause, .ptd contents; the largest tensors and delegates; runtime memory per method. "
                                "Parts add up to the file size exactly.");
-  c->add_option("FILE", o->file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "External data file(s) the program refers to")->check(CLI::ExistingFile);
-  c->add_option("--top", o->top, "How many tensors and delegates to list (default 10)");
-  c->add_option("--sort", o->sort, "Order of the tensor and delegate lists: bytes (largest first) or name")
-      ->check(CLI::IsMember({"bytes", "name"}));
-  c->add_flag("--json", o->json, "Print machine-readable JSON instead of text");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("FILE", &o->file, "A .pte program (or a .ptd data file)", InputKind::kProgram)->required();
+  a.Inputs("--ptd", &o->ptds, "External data file the program refers to (repeatable)", InputKind::kProgram, "F.ptd");
+  a.Number("--top", &o->top, 0, 1000000, "How many tensors and delegates to list (default 10)");
+  a.Choice("--sort", &o->sort, {"bytes", "name"},
+           "Order of the tensor and delegate lists: bytes (largest first) or name");
+  a.Flag("--json", &o->json, "Print machine-readable JSON instead of text");
+  a.Run([o]() {
     ReadOptions ro;
     ro.allow_legacy_ptd = true;
     const SizeSort sort = o->sort == "name" ? SizeSort::kName : SizeSort::kBytes;
