@@ -5,6 +5,7 @@
 
 #include "serialize/bpte/bpte.h"
 #include "serialize/read/describe.h"
+#include "serialize/read/pte_reader.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 
@@ -15,13 +16,14 @@ void PrintFindings(const Report& r) {
   for (const auto& f : r.findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
 }
 
-// An input that is not a readable BundledProgram stops the command (exit 1).
-std::unique_ptr<bpte::BpteFile> OpenValid(const std::string& in, bool need_valid_program) {
+// An input that is not a readable BundledProgram stops the command with its first error
+// (exit 2), as an invalid input does for every command but verify/inspect/checksum.
+std::unique_ptr<bpte::BpteFile> OpenReadable(const std::string& in) {
   auto f = bpte::BpteFile::Open(in);
-  if (!f->decoded() || f->content().program.size == 0 || (need_valid_program && !f->ok())) {
-    PrintFindings(f->report());
-    std::cerr << in << ": INVALID\n";
-    return nullptr;
+  if (!f->decoded() || f->content().program.size == 0) {
+    f->report().ThrowIfError();
+    throw Error(
+        Finding{Finding::Severity::kError, "bpte-invalid", "the BundledProgram holds no program", in, {}, {}, {}});
   }
   return f;
 }
@@ -38,12 +40,20 @@ void RegisterExtractProgram(CLI::App* bpte) {
   a.Output("-o,--output", &o->out, "Output .pte", "P.pte")->required();
   a.Flag("--force", &o->force, "Write the program even if it does not verify");
   a.Run([o]() {
-    auto f = OpenValid(o->in, false);
-    if (!f) return void(g_exit = kInvalid);
+    auto f = OpenReadable(o->in);
     if (!f->program_ok() && !o->force) {
-      PrintFindings(f->report());
-      std::cerr << o->in << ": the wrapped program is invalid; --force writes it anyway\n";
-      return void(g_exit = kInvalid);
+      for (Finding e : f->report().findings()) {
+        if (e.severity != Finding::Severity::kError) continue;
+        e.message += " (the wrapped program is invalid; --force writes it anyway)";
+        throw Error(std::move(e));
+      }
+      throw Error(Finding{Finding::Severity::kError,
+                          "bpte-invalid",
+                          "the wrapped program is invalid; --force writes it anyway",
+                          o->in,
+                          {},
+                          {},
+                          {}});
     }
     bpte::WriteOutputFile(o->out, f->content().program, {o->in});
     std::cout << "wrote " << o->out << " (" << f->content().program.size << " bytes, from offset "
@@ -68,8 +78,7 @@ void RegisterExtractTests(CLI::App* bpte) {
       ->required();
   a.Flag("--force", &o->force, "Replace an existing non-empty directory that holds a tests.json");
   a.Run([o]() {
-    auto f = OpenValid(o->in, false);
-    if (!f) return void(g_exit = kInvalid);
+    auto f = OpenReadable(o->in);
     bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
     size_t cases = 0;
     for (const auto& s : f->content().suites) cases += s.test_cases.size();
@@ -102,6 +111,8 @@ void RegisterBuild(CLI::App* bpte) {
     if (!ParseFlatbufferOrder(o->order, &order)) {
       throw Error("usage", "--flatbuffer-order: expected flatc or python, found \"" + EscapeControl(o->order) + "\"");
     }
+    // The program is checked on its own first, so that its errors name it, not the output.
+    PteFile::Open(o->pte)->report().ThrowIfError();
     bpte::BundledProgramData d = bpte::LoadTests(o->tests);
     d.program = MappedFile::Open(o->pte)->All();
     std::vector<uint8_t> bytes = bpte::EncodeBpte(d, order);

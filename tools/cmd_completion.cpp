@@ -209,8 +209,7 @@ std::string ManPage(const CLI::App& app) {
     << ".SH DESCRIPTION\n"
     << Roff(app.get_description()) << "\n.SH COMMANDS\n";
   for (const CLI::App* s : Subcommands(app)) ManCommand(o, *s, s->get_name());
-  o << ".SH EXIT STATUS\n0 success; 1 an input is invalid or differs from a manifest; 2 usage, I/O or "
-       "configuration error, or an output that would not be valid (nothing is written).\n";
+  o << ".SH EXIT STATUS\n" << Roff(kExitStatusHelp) << "\n";
   return o.str();
 }
 

@@ -47,6 +47,7 @@ void RegisterGraph(CLI::App& app) {
       throw Error("usage", "-o " + o->out + ": the output's name must end in .dot, .gv, .svg or .html");
     }
     auto pte = PteFile::Open(o->file);
+    pte->report().ThrowIfError();  // an invalid file stops the command (exit 2), as in size, map, diff
     std::string text = GraphDot(*pte, GraphOptions{o->method});
     if (format != "dot") text = RunGraphviz(text, "svg");
     if (format == "html") text = SvgToHtml(text, "ptepack graph: " + o->file);

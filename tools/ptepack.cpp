@@ -152,11 +152,8 @@ int main(int argc, char** argv) {
   using namespace ptepack::cli;
   CLI::App app{
       "ptepack: write, read, check and repack ExecuTorch program files (.pte) and their "
-      "external data files (.ptd) natively, without Python.\n"
-      "Exit status: 0 success; 1 the input is invalid or differs from a manifest; 2 usage, I/O or configuration error, "
-      "or an output that would not be valid (nothing is written); 3 repack --expect-identical and the output is not "
-      "the "
-      "input byte for byte."};
+      "external data files (.ptd) natively, without Python.\nExit status: " +
+      std::string(kExitStatusHelp)};
   app.name("ptepack");  // usage lines say `ptepack CMD`, for `help CMD` and `CMD --help` alike
   ptepack::InstallInterruptHandlers();
   app.require_subcommand(1);

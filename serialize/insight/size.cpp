@@ -571,9 +571,7 @@ void AddDelegates(const PteFile& pte, SizeReport& r) {
 }  // namespace
 
 FileSize AnalyzePtdSize(const PtdFile& ptd) {
-  if (!ptd.ok()) {
-    throw Error("invalid", ptd.name() + ": the file has errors, so it cannot be broken down (run `ptepack verify`)");
-  }
+  ptd.report().ThrowIfError();  // its first error, located; `ptepack verify` lists them all
   FileSize fs;
   fs.file = ptd.name();
   fs.file_size = ptd.file().size;
@@ -608,20 +606,7 @@ SizeReport AnalyzeSize(const PteFile& pte, const std::vector<const PtdFile*>& pt
   // Only files the reader accepted: the walker follows the program's tables
   // and unions, which a file with errors (an unknown union tag, segments past
   // its end) cannot be trusted for.
-  if (!pte.ok()) {
-    std::string why;
-    for (const auto& f : pte.report().findings()) {
-      if (f.severity == Finding::Severity::kError) {
-        why = ": " + f.ToString();
-        break;
-      }
-    }
-    throw Error("invalid",
-                pte.name() +
-                    (pte.program() ? ": the file has errors, so it cannot be broken down (run `ptepack verify`)"
-                                   : ": the program flatbuffer did not verify, so it cannot be broken down") +
-                    why);
-  }
+  pte.report().ThrowIfError();  // its first error, located; `ptepack verify` lists them all
   SizeReport r;
   r.pte = PteParts(pte);
   for (const PtdFile* ptd : ptds) r.ptds.push_back(AnalyzePtdSize(*ptd));

@@ -1,0 +1,300 @@
+// The CLI's edges (issue 24, items 1-12 and 21), driven through the built `ptepack`: one
+// argument and error layer for every command (tools/args.h), the README's exit-code table,
+// numbers, repeatable options, output that agrees with itself, docs and help.
+//
+// Facts come from outside ptepack: the README's table and ExecuTorch's config rules
+// (alignments are powers of two), and the fixtures' bytes as reader_test.cpp derives them
+// (python3 struct on the headers; xxd).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ptepack/reader.h"
+#include "tests/test_util.h"
+
+namespace ptepack {
+namespace {
+
+using nlohmann::json;
+using testing::FixturePath;
+using testing::ReadFile;
+using testing::RunCli;
+using testing::RunResult;
+using testing::TempDir;
+using testing::WriteFile;
+
+bool Contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+json Parse(const std::string& s) { return json::parse(s, nullptr, /*allow_exceptions=*/false); }
+
+std::string Testdata(const std::string& rel) { return std::string(PTEPACK_SOURCE_DIR) + "/testdata/" + rel; }
+
+// The leaf commands the man page (generated from the parser) documents: "inspect", ...,
+// "bundle create", "bpte build".
+std::set<std::string> LeafCommands() {
+  RunResult man = RunCli({"--man"});
+  std::vector<std::string> paths;
+  std::istringstream in(man.out);
+  for (std::string line; std::getline(in, line);) {
+    static const std::regex kSection(R"re(^\.SS "ptepack (.*)"$)re");
+    std::smatch m;
+    if (std::regex_match(line, m, kSection)) paths.push_back(m[1]);
+  }
+  std::set<std::string> leaves;
+  for (const auto& p : paths) {
+    bool parent =
+        std::any_of(paths.begin(), paths.end(), [&](const std::string& q) { return q.rfind(p + " ", 0) == 0; });
+    if (!parent) leaves.insert(p);
+  }
+  return leaves;
+}
+
+// ---------------------------------------------------------------------------
+// Item 1: an input that cannot be read gets the library's own located error.
+
+TEST(CliEdges, Item01UnreadableInputsGetTheLibrarysError) {
+  const std::string d = TempDir("edges_item1");
+  const std::string add = FixturePath("add.pte"), xor_pte = FixturePath("xor.pte");
+  const std::string missing = d + "/missing.pte";
+  std::filesystem::create_directory(d + "/dir.pte");
+  // What the library says of the same file (as Python does): ptepack::Verify throws it.
+  Finding lib;
+  try {
+    Verify(missing);
+  } catch (const Error& e) {
+    lib = e.finding();
+  }
+  ASSERT_EQ(lib.code, "open-failed");
+  // Each kind of file argument: a positional program, the second of two, a config, a
+  // repeatable option, a manifest, a bundle.
+  struct Use {
+    std::vector<std::string> args;  // "@": the file that cannot be read
+    bool json;                      // the command has --json
+  };
+  const std::vector<Use> uses = {
+      {{"repack", "@", "-o", d + "/o.pte"}, true},
+      {{"diff", add, "@"}, true},
+      {{"pack", "@", Testdata("pack/add_spec.json"), "-o", d + "/o.pte"}, true},
+      {{"repack", xor_pte, "--ptd", "@", "-o", d + "/o.pte"}, true},
+      {{"verify", add, "--manifest", "@"}, true},
+      {{"size", "@"}, true},
+      {{"graph", "@"}, false},
+      {{"bundle", "list", "@"}, true},
+  };
+  for (const Use& use : uses) {
+    for (const auto& [bad, code] : std::vector<std::pair<std::string, std::string>>{
+             {missing, "open-failed"}, {d + "/dir.pte", "not-regular-file"}}) {
+      for (bool with_json : {false, true}) {
+        if (with_json && !use.json) continue;
+        std::vector<std::string> args;
+        for (const auto& a : use.args) args.push_back(a == "@" ? bad : a);
+        if (with_json) args.push_back("--json");
+        RunResult r = RunCli(args);
+        const std::string what = args[0] + " " + args[1] + " on " + bad + (with_json ? " --json" : "");
+        EXPECT_EQ(r.exit_code, 2) << what << r.err;
+        EXPECT_TRUE(Contains(r.err, "ptepack: " + bad + ": error: ")) << what << r.err;
+        EXPECT_TRUE(Contains(r.err, "[" + code + "]")) << what << r.err;
+        EXPECT_FALSE(Contains(r.err, "Run with --help")) << what << r.err;  // CLI11's
+        if (!with_json) continue;
+        json j = Parse(r.out);
+        ASSERT_FALSE(j.is_discarded()) << what << r.out;
+        EXPECT_EQ(j["error"]["code"], code) << what << r.out;
+        EXPECT_EQ(j["error"]["file"], bad) << what << r.out;
+        if (bad == missing) {
+          EXPECT_EQ(j["error"]["message"], lib.message) << what;
+        }
+      }
+    }
+  }
+  // Several files: the one that cannot be read is counted as unreadable, the others judged.
+  RunResult r = RunCli({"verify", add, missing, xor_pte, "--json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  json j = Parse(r.out);
+  ASSERT_TRUE(j.contains("files")) << r.out;
+  EXPECT_EQ(j["summary"], "3 files: 2 valid, 0 invalid, 1 unreadable");
+  EXPECT_EQ(j["files"][1]["file"], missing);
+  EXPECT_EQ(j["files"][1]["error"]["code"], "open-failed");
+  EXPECT_EQ(j["files"][0]["valid"], true);
+  EXPECT_EQ(j["files"][2]["valid"], true);
+  r = RunCli({"inspect", add, d + "/dir.pte"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.out, "==> " + add + " <==")) << r.out;  // the first is still explained
+  EXPECT_TRUE(Contains(r.err, d + "/dir.pte: error: not a regular file (a directory)")) << r.err;
+}
+
+// ---------------------------------------------------------------------------
+// Item 2: one rule for an invalid input. verify/inspect/checksum answer "not valid" (exit
+// 1); size, map, graph and diff cannot do their work on it: its first error, once, exit 2,
+// and with --json the error object.
+
+TEST(CliEdges, Item02InvalidInputOneRule) {
+  const std::string d = TempDir("edges_item2");
+  // xor.pte without its last 4 bytes: the flatbuffer is intact, segments[0] (file offset
+  // 13824, 8 bytes: python3 struct.unpack_from('<4sIQQ', b, 8) gives segment base 13824)
+  // now ends past the end of the file.
+  std::vector<uint8_t> bytes = ReadFile(FixturePath("xor.pte"));
+  ASSERT_EQ(bytes.size(), 13832u);
+  bytes.resize(13828);
+  const std::string cut = d + "/segcut.pte";
+  WriteFile(cut, bytes);
+  WriteFile(d + "/empty.pte", {});
+  const std::string line =
+      "ptepack: " + cut +
+      ": error at offset 13824 (0x3600): segments[0] runs past the end of the file (expected end <= 13828, found "
+      "end 13832) [segment-out-of-range]\n";
+  for (const auto& cmd : std::vector<std::vector<std::string>>{
+           {"size", cut}, {"map", cut, "-o", d + "/m.svg"}, {"graph", cut}, {"diff", cut, FixturePath("xor.pte")}}) {
+    RunResult r = RunCli(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << r.err;
+    EXPECT_EQ(r.err, line) << cmd[0];  // once, located
+    EXPECT_FALSE(std::filesystem::exists(d + "/m.svg"));
+  }
+  // size: empty and random files too, and --json prints the error object on stdout.
+  for (const std::string& f : {cut, d + "/empty.pte"}) {
+    RunResult r = RunCli({"size", f, "--json"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    json j = Parse(r.out);
+    ASSERT_TRUE(j.contains("error")) << r.out;
+    EXPECT_EQ(j["error"]["file"], f);
+    EXPECT_EQ(j["error"]["exit_code"], 2);
+  }
+  json j = Parse(RunCli({"size", cut, "--json"}).out);
+  EXPECT_EQ(j["error"]["code"], "segment-out-of-range");
+  EXPECT_EQ(j["error"]["offset"], 13824);
+  // The judging commands answer.
+  EXPECT_EQ(RunCli({"verify", cut}).exit_code, 1);
+  EXPECT_EQ(RunCli({"inspect", cut}).exit_code, 1);
+  EXPECT_EQ(RunCli({"checksum", cut}).exit_code, 1);
+}
+
+// ---------------------------------------------------------------------------
+// Every command on inputs it cannot use (README, "Exit status").
+
+enum class Slot { kProgram, kJson, kBundle, kBpte };
+
+struct Row {
+  std::string command;            // as the man page names it
+  std::vector<std::string> args;  // "@" stands for the bad input
+  Slot slot;
+  bool json;    // the command has --json
+  bool judges;  // verify/inspect/checksum: an invalid file is their answer (exit 1), not an error
+};
+
+TEST(CliEdges, EveryCommandOnInputsItCannotUse) {
+  const std::string d = TempDir("edges_matrix");
+  const std::string add = FixturePath("add.pte");
+  const std::string bpte = FixturePath("bundled_program.bpte");
+  const std::string config = Testdata("pack/config.json"), spec = Testdata("pack/add_spec.json");
+  // A valid bundle and tests.json to truncate or to stand beside a bad input.
+  ASSERT_EQ(RunCli({"bundle", "create", add, "-o", d + "/good.ptebundle", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"bpte", "extract-tests", bpte, d + "/tests"}).exit_code, 0);
+  const std::string tests = d + "/tests/tests.json";
+
+  const std::vector<Row> rows = {
+      {"inspect", {"inspect", "@"}, Slot::kProgram, true, true},
+      {"verify", {"verify", "@"}, Slot::kProgram, true, true},
+      {"checksum", {"checksum", "@"}, Slot::kProgram, true, true},
+      {"size", {"size", "@"}, Slot::kProgram, true, false},
+      {"diff", {"diff", "@", add}, Slot::kProgram, true, false},
+      {"diff", {"diff", add, "@"}, Slot::kProgram, true, false},
+      {"map", {"map", "@", "-o", d + "/m.svg"}, Slot::kProgram, false, false},
+      {"graph", {"graph", "@"}, Slot::kProgram, false, false},
+      {"repack", {"repack", "@", "-o", d + "/r.pte"}, Slot::kProgram, true, false},
+      {"split", {"split", "@", "--external-constants", "w", "-o", d + "/s.pte"}, Slot::kProgram, true, false},
+      {"extract", {"extract", "@", "-o", d + "/x"}, Slot::kProgram, false, false},
+      {"pack", {"pack", "@", spec, "-o", d + "/p.pte"}, Slot::kJson, true, false},
+      {"pack", {"pack", config, "@", "-o", d + "/p.pte"}, Slot::kJson, true, false},
+      {"bundle create", {"bundle", "create", "@", "-o", d + "/b.ptebundle"}, Slot::kProgram, false, false},
+      {"bundle list", {"bundle", "list", "@"}, Slot::kBundle, true, false},
+      {"bundle extract", {"bundle", "extract", "@", "-o", d + "/bx"}, Slot::kBundle, false, false},
+      {"bpte extract-program", {"bpte", "extract-program", "@", "-o", d + "/bp.pte"}, Slot::kBpte, false, false},
+      {"bpte extract-tests", {"bpte", "extract-tests", "@", d + "/bt"}, Slot::kBpte, false, false},
+      {"bpte build", {"bpte", "build", "@", tests, "-o", d + "/b.bpte"}, Slot::kProgram, false, false},
+      {"bpte build", {"bpte", "build", add, "@", "-o", d + "/b.bpte"}, Slot::kJson, false, false},
+  };
+  // A new command must join the table.
+  std::set<std::string> covered;
+  for (const auto& r : rows) covered.insert(r.command);
+  EXPECT_EQ(covered, LeafCommands());
+
+  // The bad inputs: missing, a directory, empty, random bytes, a valid file cut in half.
+  std::mt19937 rng(24);
+  std::vector<uint8_t> noise(1000);
+  for (auto& b : noise) b = static_cast<uint8_t>(rng());
+  WriteFile(d + "/empty.in", {});
+  WriteFile(d + "/random.in", noise);
+  std::filesystem::create_directory(d + "/dir.in");
+  auto cut = [&](const std::string& from, const std::string& to) {
+    std::vector<uint8_t> bytes = ReadFile(from);
+    bytes.resize(bytes.size() / 2);
+    WriteFile(to, bytes);
+    return to;
+  };
+  const std::string cut_of[] = {cut(add, d + "/cut.pte"), cut(config, d + "/cut.json"),
+                                cut(d + "/good.ptebundle", d + "/cut.ptebundle"), cut(bpte, d + "/cut.bpte")};
+  struct Bad {
+    std::string what, path;
+    int unreadable;  // 1: the file cannot be opened or is not a regular file
+    std::string code;
+  };
+
+  int runs = 0;
+  for (const Row& row : rows) {
+    const std::vector<Bad> bad = {{"missing", d + "/missing.in", 1, "open-failed"},
+                                  {"directory", d + "/dir.in", 1, "not-regular-file"},
+                                  {"empty", d + "/empty.in", 0, ""},
+                                  {"random", d + "/random.in", 0, ""},
+                                  {"truncated", cut_of[static_cast<int>(row.slot)], 0, ""}};
+    for (const Bad& b : bad) {
+      for (bool with_json : {false, true}) {
+        if (with_json && !row.json) continue;
+        std::vector<std::string> args;
+        for (const auto& a : row.args) args.push_back(a == "@" ? b.path : a);
+        if (with_json) args.push_back("--json");
+        RunResult r = RunCli(args);
+        ++runs;
+        std::string what = row.command + " on " + b.what + (with_json ? " --json" : "");
+        const int want = b.unreadable || !row.judges ? 2 : 1;
+        EXPECT_EQ(r.exit_code, want) << what << "\n" << r.out << r.err;
+        EXPECT_TRUE(Contains(want == 2 ? r.err : r.out + r.err, b.path)) << what << ": names the file\n" << r.err;
+        if (!b.code.empty()) {
+          EXPECT_TRUE(Contains(r.err, "[" + b.code + "]")) << what << "\n" << r.err;
+        }
+        EXPECT_FALSE(Contains(r.err, "Run with --help")) << what << ": CLI11's message\n" << r.err;
+        if (want == 2) {  // one located line, printed once
+          EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << "\n" << r.err;
+          EXPECT_EQ(r.err.rfind("ptepack: " + b.path + ": ", 0), 0u) << what << "\n" << r.err;
+        }
+        if (!with_json) continue;
+        json j = Parse(r.out);
+        ASSERT_FALSE(j.is_discarded()) << what << ": not JSON\n" << r.out;
+        if (want == 2) {
+          ASSERT_TRUE(j.contains("error")) << what << "\n" << r.out;
+          EXPECT_EQ(j["error"]["file"], b.path) << what << "\n" << r.out;
+          EXPECT_EQ(j["error"]["exit_code"], 2) << what;
+          if (!b.code.empty()) {
+            EXPECT_EQ(j["error"]["code"], b.code) << what;
+          }
+        } else {
+          EXPECT_EQ(j["valid"], false) << what << "\n" << r.out;
+          EXPECT_TRUE(Contains(j.dump(), b.path)) << what << "\n" << r.out;
+        }
+      }
+    }
+  }
+  EXPECT_GT(runs, 150);
+}
+
+}  // namespace
+}  // namespace ptepack
