@@ -179,6 +179,56 @@ TEST(CliEdges, Item02InvalidInputOneRule) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 3: an output in a directory that does not exist says so, not the temporary file's name.
+
+TEST(CliEdges, Item03OutputInAMissingDirectory) {
+  const std::string d = TempDir("edges_item3");
+  const std::string add = FixturePath("add.pte");
+  const std::string nodir = d + "/nodir";
+  WriteFile(d + "/file", {1});  // a parent that is a file, not a directory
+  struct Use {
+    std::vector<std::string> args;  // "@": the output
+    bool json;
+  };
+  const std::vector<Use> uses = {
+      {{"repack", add, "-o", "@"}, true},
+      {{"split", add, "--external-constants", "w", "-o", "@"}, true},
+      {{"pack", Testdata("pack/config.json"), Testdata("pack/add_spec.json"), "-o", "@"}, true},
+      {{"map", add, "-o", "@.svg"}, false},
+      {{"graph", add, "-o", "@.dot"}, false},
+      {{"bundle", "create", add, "-o", "@"}, false},
+      {{"bpte", "extract-program", FixturePath("bundled_program.bpte"), "-o", "@"}, false},
+      {{"checksum", add, "--write-manifest", "@"}, true},
+      {{"verify", add, "--write-manifest", "@"}, true},
+  };
+  for (const Use& use : uses) {
+    for (const auto& [dir, why] : std::vector<std::pair<std::string, std::string>>{
+             {nodir, "directory " + nodir + " does not exist"}, {d + "/file", d + "/file is not a directory"}}) {
+      std::vector<std::string> args;
+      std::string out;
+      for (const auto& a : use.args) {
+        if (a[0] != '@') {
+          args.push_back(a);
+          continue;
+        }
+        out = dir + "/out" + a.substr(1);
+        args.push_back(out);
+      }
+      if (use.json) args.push_back("--json");
+      RunResult r = RunCli(args);
+      const std::string what = args[0] + " " + args[1] + " -> " + out;
+      EXPECT_EQ(r.exit_code, 2) << what << r.err;
+      EXPECT_EQ(r.err, "ptepack: " + out + ": error: cannot write the output: " + why + " [create-failed]\n") << what;
+      EXPECT_FALSE(Contains(r.err, ".tmp")) << what << r.err;
+      if (use.json) {
+        EXPECT_EQ(Parse(r.out)["error"]["file"], out) << what << r.out;
+      }
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(nodir));
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };
