@@ -103,13 +103,15 @@ PYBIND11_MODULE(ptepack, m) {
 
   m.def(
       "inspect",
-      [](const std::string& path, std::vector<std::string> ptd, uint64_t segment_alignment, uint64_t tensor_alignment) {
-        auto o = MakeVerifyOptions(std::move(ptd), segment_alignment, tensor_alignment, true, false);
+      [](const std::string& path, std::vector<std::string> ptd, bool allow_legacy_ptd, uint64_t segment_alignment,
+         uint64_t tensor_alignment) {
+        auto o = MakeVerifyOptions(std::move(ptd), segment_alignment, tensor_alignment, allow_legacy_ptd, false);
         return Loads(InspectJson(path, o, -1));
       },
-      py::arg("path"), py::kw_only(), py::arg("ptd") = std::vector<std::string>{}, py::arg("segment_alignment") = 0,
-      py::arg("tensor_alignment") = 0,
-      "The layout of a .pte (or .ptd) as a dict: what `ptepack inspect --json` prints.");
+      py::arg("path"), py::kw_only(), py::arg("ptd") = std::vector<std::string>{}, py::arg("allow_legacy_ptd") = false,
+      py::arg("segment_alignment") = 0, py::arg("tensor_alignment") = 0,
+      "The layout of a .pte (or .ptd) as a dict: what `ptepack inspect --json` prints ('valid' is verify's "
+      "verdict: a legacy .ptd is explained, and valid only with allow_legacy_ptd=True).");
 
   m.def(
       "verify",

@@ -229,6 +229,44 @@ TEST(CliEdges, Item03OutputInAMissingDirectory) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 4: one verdict per file. linear.ptd uses the FlatTensor layout of before June 2025
+// (its root table has the legacy `tensors` list: reader_test.cpp), which current runtimes
+// reject; inspect, verify, size, map and the library (what Python calls) agree on it, and
+// --allow-legacy-ptd makes every one of them accept it.
+
+TEST(CliEdges, Item04OneVerdictPerFile) {
+  const std::string d = TempDir("edges_item4");
+  const std::string ptd = FixturePath("linear.ptd");
+  for (bool allow : {false, true}) {
+    std::vector<std::string> flag;
+    if (allow) flag.push_back("--allow-legacy-ptd");
+    auto run = [&](std::vector<std::string> args) {
+      args.insert(args.end(), flag.begin(), flag.end());
+      return RunCli(args);
+    };
+    RunResult v = run({"verify", ptd});
+    RunResult i = run({"inspect", ptd});
+    RunResult ij = run({"inspect", ptd, "--json"});
+    RunResult s = run({"size", ptd});
+    RunResult m = run({"map", ptd, "-o", d + "/m.svg"});
+    EXPECT_EQ(v.exit_code, allow ? 0 : 1) << v.err;
+    EXPECT_EQ(i.exit_code, allow ? 0 : 1) << i.err;
+    EXPECT_TRUE(Contains(i.out, allow ? "layout, valid\n" : "layout, INVALID\n")) << i.out;
+    EXPECT_EQ(Parse(ij.out)["valid"], allow) << ij.out;
+    EXPECT_EQ(s.exit_code, allow ? 0 : 2) << s.err;
+    EXPECT_EQ(m.exit_code, allow ? 0 : 2) << m.err;
+    if (!allow) {
+      EXPECT_TRUE(Contains(s.err, "[legacy-format]")) << s.err;
+      EXPECT_TRUE(Contains(s.err, "--allow-legacy-ptd")) << s.err;
+    }
+    VerifyOptions o;
+    o.allow_legacy_ptd = allow;
+    EXPECT_EQ(Verify(ptd, o).valid, allow);
+    EXPECT_EQ(json::parse(InspectJson(ptd, o))["valid"], allow);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };

@@ -58,7 +58,8 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
   ReadOptions ro;
   ro.segment_alignment = o.common.segment_alignment.value_or(0);
   ro.tensor_alignment = o.common.tensor_alignment.value_or(0);
-  ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
+  // A legacy .ptd is explained either way; its verdict is verify's (INVALID unless allowed).
+  ro.allow_legacy_ptd = o.common.allow_legacy_ptd;
   LoadedFiles l = LoadInput(in, ro);
   if (!l.pte && (stream || !json)) {  // a .ptd: streamed, one entry at a time
     if (json) {

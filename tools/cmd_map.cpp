@@ -17,6 +17,7 @@ void RegisterMap(CLI::App& app) {
     std::string file, out;
     bool log = false;
     bool quiet = false;
+    bool allow_legacy_ptd = false;
   };
   auto o = std::make_shared<Options>();
   auto* c = app.add_subcommand("map",
@@ -27,13 +28,15 @@ void RegisterMap(CLI::App& app) {
   a.Input("FILE", &o->file, "A .pte program (or a .ptd data file)", InputKind::kProgram)->required();
   a.Output("-o,--output", &o->out, "Output file: NAME.svg or NAME.html", "MAP.svg|MAP.html")->required();
   a.Flag("--log", &o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
+  a.Flag("--allow-legacy-ptd", &o->allow_legacy_ptd,
+         "Accept .ptd files in the FlatTensor layout of before June 2025, as verify --allow-legacy-ptd does");
   a.Flag("-q,--quiet", &o->quiet, "No summary");
   a.Run([o]() {
     const bool html = o->out.size() >= 5 && o->out.compare(o->out.size() - 5, 5, ".html") == 0;
     const bool svg = o->out.size() >= 4 && o->out.compare(o->out.size() - 4, 4, ".svg") == 0;
     if (!html && !svg) throw Error("usage", "map: the output must end in .svg or .html (found " + o->out + ")");
     ReadOptions ro;
-    ro.allow_legacy_ptd = true;
+    ro.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
     FileSize f;
     if (IsPtdFile(o->file)) {
       f = AnalyzePtdSize(*PtdFile::Open(o->file, ro));

@@ -17,6 +17,7 @@ void RegisterSize(CLI::App& app) {
     uint64_t top = 10;
     std::string sort = "bytes";
     bool json = false;
+    bool allow_legacy_ptd = false;
   };
   auto o = std::make_shared<Options>();
   auto* c = app.add_subcommand("size",
@@ -31,9 +32,11 @@ void RegisterSize(CLI::App& app) {
   a.Choice("--sort", &o->sort, {"bytes", "name"},
            "Order of the tensor and delegate lists: bytes (largest first) or name");
   a.Flag("--json", &o->json, "Print machine-readable JSON instead of text");
+  a.Flag("--allow-legacy-ptd", &o->allow_legacy_ptd,
+         "Accept .ptd files in the FlatTensor layout of before June 2025, as verify --allow-legacy-ptd does");
   a.Run([o]() {
     ReadOptions ro;
-    ro.allow_legacy_ptd = true;
+    ro.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
     const SizeSort sort = o->sort == "name" ? SizeSort::kName : SizeSort::kBytes;
     nlohmann::json j;
     std::string text;

@@ -55,6 +55,19 @@ def test_verify_is_the_cli_json(fixture, strict):
     assert got["valid"] is (not strict)
 
 
+@pytest.mark.parametrize("allow", [False, True])
+def test_one_verdict_for_a_legacy_ptd(fixture, allow):
+    # linear.ptd is in the FlatTensor layout of before June 2025, which current runtimes
+    # reject: inspect and verify, here and in the CLI, say the same of it.
+    flag = ["--allow-legacy-ptd"] if allow else []
+    code, want = cli("verify", fixture("linear.ptd"), "--json", *flag)
+    icode, iwant = cli("inspect", fixture("linear.ptd"), "--json", *flag)
+    assert want["valid"] is allow and iwant["valid"] is allow
+    assert code == icode == (0 if allow else 1)
+    assert ptepack.verify(fixture("linear.ptd"), allow_legacy_ptd=allow)["valid"] is allow
+    assert ptepack.inspect(fixture("linear.ptd"), allow_legacy_ptd=allow)["valid"] is allow
+
+
 def test_verify_of_a_corrupt_file_lists_located_findings(fixture, tmp_path):
     data = open(fixture("add.pte"), "rb").read()
     bad = tmp_path / "half.pte"

@@ -231,8 +231,8 @@ std::string VerifyJson(const std::string& path, const VerifyOptions& options, in
 }
 
 std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+  // A legacy .ptd is explained either way; its verdict ("valid") is Verify's.
   ReadOptions ro = ReadOptionsFor(options);
-  ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
   return InspectDocument(LoadFiles(path, options.ptd, ro))
       .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
