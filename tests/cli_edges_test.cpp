@@ -267,6 +267,49 @@ TEST(CliEdges, Item04OneVerdictPerFile) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 5: a .bpte where a program is wanted names the `ptepack bpte` command to use; `bpte
+// extract-tests` takes its folder with -o like every other command.
+
+TEST(CliEdges, Item05BpteWhereAProgramIsWanted) {
+  const std::string d = TempDir("edges_item5");
+  const std::string bpte = FixturePath("bundled_program.bpte"), add = FixturePath("add.pte");
+  for (const auto& cmd :
+       std::vector<std::vector<std::string>>{{"size", bpte},
+                                             {"map", bpte, "-o", d + "/m.svg"},
+                                             {"graph", bpte},
+                                             {"diff", add, bpte},
+                                             {"extract", bpte, "-o", d + "/x"},
+                                             {"repack", bpte, "-o", d + "/r.pte"},
+                                             {"split", bpte, "--external-constants", "w", "-o", d + "/s.pte"},
+                                             {"checksum", bpte},
+                                             {"repack", add, "--ptd", bpte, "-o", d + "/r.pte"}}) {
+    RunResult r = RunCli(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << r.err;
+    EXPECT_EQ(r.err, "ptepack: " + bpte + ": error: a BundledProgram (.bpte), not a program: `ptepack bpte " +
+                         "extract-program " + bpte + " -o P.pte` writes the program it wraps, for `ptepack " + cmd[0] +
+                         " P.pte` [bpte-input]\n")
+        << cmd[0];
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(d));
+  // inspect and verify read it as it is.
+  EXPECT_EQ(RunCli({"verify", bpte}).exit_code, 0);
+  EXPECT_EQ(RunCli({"inspect", bpte}).exit_code, 0);
+  // extract-tests -o DIR (4,608-byte sample: one suite of 10 cases, bpte_test.cpp).
+  RunResult r = RunCli({"bpte", "extract-tests", bpte, "-o", d + "/t"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "extracted 10 test case(s) to " + d + "/t/\n");
+  EXPECT_TRUE(std::filesystem::exists(d + "/t/tests.json"));
+  // The old form still works, with a note; both at once is refused.
+  r = RunCli({"bpte", "extract-tests", bpte, d + "/t2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "deprecated")) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(d + "/t2/tests.json"));
+  r = RunCli({"bpte", "extract-tests", bpte, d + "/t3", "-o", d + "/t4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(d + "/t3") || std::filesystem::exists(d + "/t4"));
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };
@@ -286,7 +329,7 @@ TEST(CliEdges, EveryCommandOnInputsItCannotUse) {
   const std::string config = Testdata("pack/config.json"), spec = Testdata("pack/add_spec.json");
   // A valid bundle and tests.json to truncate or to stand beside a bad input.
   ASSERT_EQ(RunCli({"bundle", "create", add, "-o", d + "/good.ptebundle", "-q"}).exit_code, 0);
-  ASSERT_EQ(RunCli({"bpte", "extract-tests", bpte, d + "/tests"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"bpte", "extract-tests", bpte, "-o", d + "/tests"}).exit_code, 0);
   const std::string tests = d + "/tests/tests.json";
 
   const std::vector<Row> rows = {
@@ -307,7 +350,7 @@ TEST(CliEdges, EveryCommandOnInputsItCannotUse) {
       {"bundle list", {"bundle", "list", "@"}, Slot::kBundle, true, false},
       {"bundle extract", {"bundle", "extract", "@", "-o", d + "/bx"}, Slot::kBundle, false, false},
       {"bpte extract-program", {"bpte", "extract-program", "@", "-o", d + "/bp.pte"}, Slot::kBpte, false, false},
-      {"bpte extract-tests", {"bpte", "extract-tests", "@", d + "/bt"}, Slot::kBpte, false, false},
+      {"bpte extract-tests", {"bpte", "extract-tests", "@", "-o", d + "/bt"}, Slot::kBpte, false, false},
       {"bpte build", {"bpte", "build", "@", tests, "-o", d + "/b.bpte"}, Slot::kProgram, false, false},
       {"bpte build", {"bpte", "build", add, "@", "-o", d + "/b.bpte"}, Slot::kJson, false, false},
   };

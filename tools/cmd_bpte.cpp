@@ -64,7 +64,7 @@ void RegisterExtractProgram(CLI::App* bpte) {
 
 void RegisterExtractTests(CLI::App* bpte) {
   struct Opts {
-    std::string in, dir;
+    std::string in, dir, old_dir;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -74,10 +74,18 @@ void RegisterExtractTests(CLI::App* bpte) {
   c->footer(bpte::kTestsJsonHelp);
   Args& a = NewArgs(c);
   a.Input("X.bpte", &o->in, "BundledProgram file", InputKind::kFile)->required();
-  a.Output("DIR", &o->dir, "Output directory (filled under a temporary name, then renamed into place)", "DIR")
-      ->required();
+  a.Output("-o,--output", &o->dir, "Output directory (filled under a temporary name, then renamed into place)", "DIR");
+  // The form of before -o: `bpte extract-tests X.bpte DIR`, still accepted.
+  a.Output("DIR", &o->old_dir, "(deprecated: give it with -o)", "DIR");
   a.Flag("--force", &o->force, "Replace an existing non-empty directory that holds a tests.json");
   a.Run([o]() {
+    if (!o->old_dir.empty()) {
+      if (!o->dir.empty()) throw Error("usage", "bpte extract-tests: give the output directory once, with -o DIR");
+      o->dir = o->old_dir;
+      std::cerr << "ptepack: note: `bpte extract-tests X.bpte DIR` is deprecated; use `bpte extract-tests X.bpte -o "
+                   "DIR`\n";
+    }
+    if (o->dir.empty()) throw Error("usage", "bpte extract-tests: no output directory: give it with -o DIR");
     auto f = OpenReadable(o->in);
     bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
     size_t cases = 0;
