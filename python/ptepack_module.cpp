@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/backend_config.h"
+#include "config/numbers.h"
 #include "ptepack/ptepack.h"
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
@@ -65,12 +66,21 @@ WriteOptions MakeWriteOptions(bool force, bool dry_run, bool in_place) {
   return wo;
 }
 
-VerifyOptions MakeVerifyOptions(std::vector<std::string> ptd, uint64_t segment_alignment, uint64_t tensor_alignment,
-                                bool allow_legacy_ptd, bool strict) {
+// An alignment keyword argument (None: no extra check) goes through the CLI's parser
+// (config/numbers.h) as text: an int as its decimal digits, anything else as its repr, so
+// -1, 2**70, 100, 0, True and 64.0 get the message `--segment-alignment` gets.
+uint64_t AlignmentArg(const char* name, const py::object& v) {
+  if (v.is_none()) return 0;
+  const bool integer = py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v);
+  return ParseAlignment(name, (integer ? py::str(v) : py::repr(v)).cast<std::string>());
+}
+
+VerifyOptions MakeVerifyOptions(std::vector<std::string> ptd, const py::object& segment_alignment,
+                                const py::object& tensor_alignment, bool allow_legacy_ptd, bool strict) {
   VerifyOptions o;
   o.ptd = std::move(ptd);
-  o.segment_alignment = segment_alignment;
-  o.tensor_alignment = tensor_alignment;
+  o.segment_alignment = AlignmentArg("segment_alignment", segment_alignment);
+  o.tensor_alignment = AlignmentArg("tensor_alignment", tensor_alignment);
   o.allow_legacy_ptd = allow_legacy_ptd;
   o.strict = strict;
   return o;
@@ -103,25 +113,26 @@ PYBIND11_MODULE(ptepack, m) {
 
   m.def(
       "inspect",
-      [](const std::string& path, std::vector<std::string> ptd, bool allow_legacy_ptd, uint64_t segment_alignment,
-         uint64_t tensor_alignment) {
+      [](const std::string& path, std::vector<std::string> ptd, bool allow_legacy_ptd,
+         const py::object& segment_alignment, const py::object& tensor_alignment) {
         auto o = MakeVerifyOptions(std::move(ptd), segment_alignment, tensor_alignment, allow_legacy_ptd, false);
         return Loads(InspectJson(path, o, -1));
       },
       py::arg("path"), py::kw_only(), py::arg("ptd") = std::vector<std::string>{}, py::arg("allow_legacy_ptd") = false,
-      py::arg("segment_alignment") = 0, py::arg("tensor_alignment") = 0,
+      py::arg("segment_alignment") = py::none(), py::arg("tensor_alignment") = py::none(),
       "The layout of a .pte (or .ptd) as a dict: what `ptepack inspect --json` prints ('valid' is verify's "
       "verdict: a legacy .ptd is explained, and valid only with allow_legacy_ptd=True).");
 
   m.def(
       "verify",
       [](const std::string& path, std::vector<std::string> ptd, bool strict, bool allow_legacy_ptd,
-         uint64_t segment_alignment, uint64_t tensor_alignment) {
+         const py::object& segment_alignment, const py::object& tensor_alignment) {
         auto o = MakeVerifyOptions(std::move(ptd), segment_alignment, tensor_alignment, allow_legacy_ptd, strict);
         return Loads(VerifyJson(path, o, -1));
       },
       py::arg("path"), py::kw_only(), py::arg("ptd") = std::vector<std::string>{}, py::arg("strict") = false,
-      py::arg("allow_legacy_ptd") = false, py::arg("segment_alignment") = 0, py::arg("tensor_alignment") = 0,
+      py::arg("allow_legacy_ptd") = false, py::arg("segment_alignment") = py::none(),
+      py::arg("tensor_alignment") = py::none(),
       "Check a file as ExecuTorch's runtime would: {'valid', 'findings', ...}, what `ptepack verify --json` "
       "prints. An invalid file is a result; an unreadable one raises ptepack.Error.");
 

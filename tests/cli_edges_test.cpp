@@ -310,6 +310,72 @@ TEST(CliEdges, Item05BpteWhereAProgramIsWanted) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 6: one parser for every number (config/numbers.h): a negative, empty, non-decimal,
+// overflowing or out-of-range value, or an alignment that is not a power of two (ExecuTorch's
+// config: alignments are powers of two), gets one message naming the option and the text.
+
+TEST(CliEdges, Item06OneParserForEveryNumber) {
+  const std::string d = TempDir("edges_item6");
+  const std::string add = FixturePath("add.pte");
+  const std::string kAlign = "must be a power of two from 1 to 1073741824";
+  struct Opt {
+    std::vector<std::string> cmd;  // the option is appended with its value
+    std::string option, rule;
+    std::vector<std::string> good;
+  };
+  const std::vector<Opt> opts = {
+      {{"verify", add}, "--segment-alignment", kAlign, {"1", "64"}},
+      {{"verify", add}, "--tensor-alignment", kAlign, {"4"}},
+      {{"inspect", add}, "--segment-alignment", kAlign, {"128"}},
+      {{"repack", add, "-o", d + "/r.pte"}, "--segment-alignment", kAlign, {"4096"}},
+      {{"repack", add, "-o", d + "/r.pte"}, "--constant-tensor-alignment", kAlign, {"32"}},
+      {{"repack", add, "-o", d + "/r.pte"}, "--delegate-alignment", kAlign, {"8"}},
+      {{"split", add, "--external-constants", "w", "-o", d + "/s.pte"}, "--ptd-segment-alignment", kAlign, {"64"}},
+      {{"size", add}, "--top", "must be a whole number from 0 to 1000000", {"0", "3"}},
+      {{"bundle", "create", add, "-o", d + "/b.ptebundle"}, "--level", "must be a whole number from 1 to 22", {"19"}},
+      {{"bundle", "create", add, "-o", d + "/b.ptebundle"}, "--threads", "must be a whole number from 0 to 256", {"2"}},
+  };
+  const std::vector<std::string> bad_any = {"-1", "", "99999999999999999999", "abc", "0x10", " 8", "8 ", "+8", "1e3"};
+  for (const Opt& o : opts) {
+    std::vector<std::string> bad = bad_any;
+    if (o.rule == kAlign) bad.insert(bad.end(), {"0", "100", "48", "2147483648"});
+    if (o.option == "--top") bad.push_back("1000001");
+    if (o.option == "--level") bad.insert(bad.end(), {"0", "23"});
+    for (const auto& v : bad) {
+      std::vector<std::string> args = o.cmd;
+      args.insert(args.end(), {o.option, v});
+      RunResult r = RunCli(args);
+      EXPECT_EQ(r.exit_code, 2) << o.option << " '" << v << "'" << r.err;
+      EXPECT_EQ(r.err, "ptepack: error: " + o.option + ": " + o.rule + " (found \"" + v + "\") [bad-number]\n")
+          << o.option << " '" << v << "'";
+    }
+    for (const auto& v : o.good) {
+      std::vector<std::string> args = o.cmd;
+      args.insert(args.end(), {o.option, v, "-q"});
+      if (args[0] == "inspect" || args[0] == "size") args.pop_back();  // no -q: their output is the point
+      RunResult r = RunCli(args);
+      EXPECT_EQ(r.exit_code, 0) << o.option << " " << v << r.err;
+    }
+  }
+  // With --json, the error object; repack writes nothing.
+  RunResult r = RunCli({"repack", add, "-o", d + "/j.pte", "--segment-alignment", "-1", "--json"});
+  json j = Parse(r.out);
+  EXPECT_EQ(j["error"]["code"], "bad-number");
+  EXPECT_EQ(j["error"]["message"], "--segment-alignment: " + kAlign);
+  EXPECT_FALSE(std::filesystem::exists(d + "/j.pte"));
+  // The library's options, as Python's keyword arguments: the same rule.
+  VerifyOptions vo;
+  vo.segment_alignment = 100;
+  try {
+    Verify(add, vo);
+    ADD_FAILURE() << "segment_alignment 100 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "bad-number");
+    EXPECT_EQ(e.finding().message, "segment_alignment: " + kAlign);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };

@@ -68,6 +68,21 @@ def test_one_verdict_for_a_legacy_ptd(fixture, allow):
     assert ptepack.inspect(fixture("linear.ptd"), allow_legacy_ptd=allow)["valid"] is allow
 
 
+@pytest.mark.parametrize("value,text", [(100, "100"), (-1, "-1"), (0, "0"), (2**70, str(2**70)),
+                                        (True, "True"), (64.0, "64.0"), ("64", "'64'")])
+def test_numbers_go_through_the_cli_parser(fixture, value, text):
+    # The CLI's message for the same text, with the keyword's name for the flag's.
+    code, want = cli("verify", fixture("add.pte"), "--segment-alignment", text, "--json")
+    assert code == 2 and want["error"]["code"] == "bad-number"
+    for fn in (ptepack.verify, ptepack.inspect):
+        with pytest.raises(ptepack.Error) as e:
+            fn(fixture("add.pte"), segment_alignment=value)
+        assert e.value.code == "bad-number"
+        message = want["error"]["message"].replace("--segment-alignment", "segment_alignment")
+        assert str(e.value) == f'error: {message} (found "{text}") [bad-number]'
+    assert ptepack.verify(fixture("add.pte"), segment_alignment=64)["valid"] is True
+
+
 def test_verify_of_a_corrupt_file_lists_located_findings(fixture, tmp_path):
     data = open(fixture("add.pte"), "rb").read()
     bad = tmp_path / "half.pte"

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "config/backend_config.h"
+#include "config/numbers.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/package.h"
 #include "serialize/read/describe.h"
@@ -136,6 +137,9 @@ LoadedFiles LoadFiles(const std::string& file, const std::vector<std::string>& p
 }
 
 ReadOptions ReadOptionsFor(const VerifyOptions& o) {
+  // 0: no extra check; anything else is an alignment, checked as the CLI's and Python's are.
+  if (o.segment_alignment) CheckAlignmentValue("segment_alignment", o.segment_alignment, "bad-number");
+  if (o.tensor_alignment) CheckAlignmentValue("tensor_alignment", o.tensor_alignment, "bad-number");
   ReadOptions ro;
   ro.segment_alignment = o.segment_alignment;
   ro.tensor_alignment = o.tensor_alignment;
