@@ -376,6 +376,46 @@ TEST(CliEdges, Item06OneParserForEveryNumber) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 7: a repeatable option takes one value per occurrence and never swallows the
+// positional argument after it. xor.pte keeps its 4 weights in xor.ptd (reader_test.cpp).
+
+TEST(CliEdges, Item07RepeatableOptionsLeavePositionalsAlone) {
+  const std::string d = TempDir("edges_item7");
+  const std::string pte = FixturePath("xor.pte"), ptd = FixturePath("xor.ptd");
+  auto ok = [](const RunResult& r, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 0) << what << "\n" << r.err;
+    return r;
+  };
+  // verify/inspect: the .ptd goes with the FILE after it when it comes first.
+  RunResult r = ok(RunCli({"verify", "--ptd", ptd, pte}), "verify --ptd");
+  EXPECT_EQ(r.out, pte + ": OK\n");  // no "program only" note: the .ptd was used
+  json j = Parse(ok(RunCli({"inspect", "--ptd", ptd, pte, "--json"}), "inspect --ptd").out);
+  ASSERT_EQ(j["external_tensors"].size(), 4u);
+  for (const auto& e : j["external_tensors"]) EXPECT_EQ(e["found"], true);
+  // The writers: --ptd before IN.pte, and given twice.
+  for (const char* sub : {"/r", "/s", "/r2"}) std::filesystem::create_directory(d + sub);
+  ok(RunCli({"repack", "--ptd", ptd, pte, "-o", d + "/r/x.pte"}), "repack --ptd");
+  EXPECT_TRUE(std::filesystem::exists(d + "/r/xor.ptd"));
+  r = ok(RunCli({"split", "--ptd", ptd, pte, "--external-constants", "w", "-o", d + "/s/x.pte", "--dry-run"}),
+         "split --ptd");
+  EXPECT_TRUE(Contains(r.out, d + "/s/xor.ptd")) << r.out;
+  ok(RunCli({"extract", "--ptd", ptd, pte, "-o", d + "/x"}), "extract --ptd");
+  EXPECT_TRUE(std::filesystem::exists(d + "/x/spec.json"));
+  r = RunCli({"repack", "--ptd", ptd, "--ptd", ptd, pte, "-o", d + "/r2/x.pte"});
+  EXPECT_TRUE(Contains(r.err, "xor.ptd")) << r.err;  // twice the same .ptd: the writer says so, by name
+  // The readers.
+  j = Parse(ok(RunCli({"size", "--ptd", ptd, pte, "--json"}), "size --ptd").out);
+  EXPECT_EQ(j["ptds"].size(), 1u);
+  j = Parse(ok(RunCli({"checksum", "--ptd", ptd, pte, "--json"}), "checksum --ptd").out);
+  EXPECT_EQ(j["files"].size(), 2u);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"diff", "--ptd-a", ptd, pte, "--ptd-b", ptd, pte},
+                                                                {"diff", pte, "--ptd-a", ptd, pte, "--ptd-b", ptd}}) {
+    r = ok(RunCli(args), "diff --ptd-a/--ptd-b");
+    EXPECT_TRUE(Contains(r.out, "identical: every file byte for byte the same")) << r.out;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };
