@@ -416,6 +416,60 @@ TEST(CliEdges, Item07RepeatableOptionsLeavePositionalsAlone) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 8: a setting the file cannot tell is shown as the range that fits, and diff reports
+// a change only when no one value fits both files.
+
+uint64_t U64At(const std::vector<uint8_t>& b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | b[at + i];
+  return v;
+}
+
+TEST(CliEdges, Item08SettingsShownAsTheRangeThatFits) {
+  const std::string d = TempDir("edges_item8");
+  const std::string ks = FixturePath("keyword_spotting.pte");
+  ASSERT_EQ(RunCli({"repack", ks, "--segment-alignment", "4096", "-o", d + "/k4k.pte", "-q"}).exit_code, 0);
+  // The range, from the bytes (python3 struct.unpack_from('<4sIQQ', b, 8)): one segment at
+  // offset 0 of the segment data, which starts at AlignUp(program_size, a); every power of
+  // two a with AlignUp(program_size, a) == segment_base_offset writes this file.
+  const std::vector<uint8_t> b = ReadFile(d + "/k4k.pte");
+  ASSERT_EQ(std::string(b.begin() + 8, b.begin() + 12), "eh00");
+  const uint64_t program_size = U64At(b, 16), base = U64At(b, 24);
+  EXPECT_EQ(base, 16384u);
+  std::vector<uint64_t> fit;
+  for (uint64_t a = 1; a <= (1u << 20); a <<= 1) {
+    if ((program_size + a - 1) / a * a == base) fit.push_back(a);
+  }
+  ASSERT_FALSE(fit.empty());
+  const std::string range = std::to_string(fit.front()) + ".." + std::to_string(fit.back());
+  EXPECT_EQ(range, "2048..16384");  // 4096, the value asked for, is inside it
+  json j = Parse(RunCli({"inspect", d + "/k4k.pte", "--json"}).out);
+  ASSERT_EQ(j["segments"].size(), 1u);
+  EXPECT_EQ(j["segments"][0]["offset"], 0);
+  RunResult r = RunCli({"inspect", d + "/k4k.pte"});
+  EXPECT_TRUE(Contains(r.out, "written with: segment alignment " + range + ",")) << r.out;
+  // diff: 128 (the original, which its offsets pin down) against the range.
+  r = RunCli({"diff", ks, d + "/k4k.pte", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  j = Parse(r.out);
+  int segment_alignment_changes = 0;
+  for (const auto& c : j["changes"]) {
+    if (c["subject"] != "segment_alignment") continue;
+    ++segment_alignment_changes;
+    EXPECT_EQ(c["a"], "128");
+    EXPECT_EQ(c["b"], range);
+  }
+  EXPECT_EQ(segment_alignment_changes, 1) << r.out;
+  // add.pte has no segments, constants or delegates: any alignment fits it, so no alignment
+  // differs from the repacked file's (their content does).
+  r = RunCli({"diff", FixturePath("add.pte"), d + "/k4k.pte", "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  for (const auto& c : Parse(r.out)["changes"]) {
+    EXPECT_NE(c["category"], "config") << c.dump();
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };

@@ -74,7 +74,9 @@ nlohmann::json AmbiguityJson(const InferredConfig& inf) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& x : inf.ambiguous) {
     nlohmann::json e = {{"field", x.field}, {"chosen", x.chosen}, {"why", x.why}};
-    e["fits"] = x.hi ? nlohmann::json{{"min", x.lo}, {"max", x.hi}} : nlohmann::json(nullptr);
+    const SettingFit fit{x.lo, x.hi, x.values};
+    e["fits"] = x.hi ? nlohmann::json{{"min", x.lo}, {"max", x.hi}} : nlohmann::json{{"values", x.values}};
+    e["fits"]["text"] = fit.Text();
     a.push_back(e);
   }
   return a;

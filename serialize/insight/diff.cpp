@@ -156,6 +156,7 @@ struct Summary {
   StoredMap named;            // named data in the .pte, by key
   uint64_t program_hash = 0;  // program fields outside the plans
   nlohmann::json config;
+  std::map<std::string, SettingFit> fits;  // what the file shows of each setting inference reads
   std::map<std::string, uint64_t> sizes;
   std::vector<std::pair<std::string, uint64_t>> file_hashes;  // pte, then .ptd by base name
 };
@@ -389,6 +390,7 @@ class Summarizer {
       InferredConfig inf = InferConfig(pte_, pkg, ptds_);
       out_.config = ConfigToJson(inf.config);
       out_.config["reproduces_file_exactly"] = inf.exact;
+      out_.fits = SettingFits(inf);
     } catch (const Error& e) {
       out_.config = {{"inferred", false}, {"reason", e.finding().message}};
     }
@@ -442,6 +444,13 @@ class Comparer {
     for (auto it = a_.config.begin(); it != a_.config.end(); ++it) keys.insert(it.key());
     for (auto it = b_.config.begin(); it != b_.config.end(); ++it) keys.insert(it.key());
     for (const auto& k : keys) {
+      // A setting a file cannot tell (every value in a range writes its bytes) changed only
+      // when no one value fits both files; shown as what fits.
+      auto fa = a_.fits.find(k), fb = b_.fits.find(k);
+      if (fa != a_.fits.end() && fb != b_.fits.end()) {
+        if (!fa->second.Overlaps(fb->second)) Add("config", k, "changed", fa->second.Text(), fb->second.Text(), true);
+        continue;
+      }
       std::string va = a_.config.contains(k) ? a_.config[k].dump() : "(none)";
       std::string vb = b_.config.contains(k) ? b_.config[k].dump() : "(none)";
       if (va != vb) Add("config", k, "changed", va, vb, true);

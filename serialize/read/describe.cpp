@@ -723,12 +723,25 @@ void RenderPteHeaderText(std::ostringstream& o, const json& d) {
 
 void RenderConfigText(std::ostringstream& o, const json& cfg) {
   if (cfg.contains("segment_alignment")) {
+    // A setting the file cannot tell is shown as what fits ("2048..16384", "flatc or
+    // flatc-legacy"), not as the one value chosen to rewrite it.
+    auto shown = [&cfg](const char* field, const std::string& value) {
+      for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
+        if (a["field"] == field && a["fits"].is_object() && a["fits"].contains("text"))
+          return a["fits"]["text"].get<std::string>();
+      }
+      return value;
+    };
     auto opt = [](const nlohmann::json& v) { return v.is_null() ? std::string("default") : v.dump(); };
-    o << "written with: segment alignment " << cfg["segment_alignment"].get<uint64_t>()
-      << ", constant tensor alignment " << opt(cfg["constant_tensor_alignment"]) << ", delegate alignment "
-      << opt(cfg["delegate_alignment"]) << ", delegate segments "
-      << (cfg["extract_delegate_segments"].get<bool>() ? "extracted" : "inline") << ", flatbuffer order "
-      << cfg["flatbuffer_order"].get<std::string>()
+    const bool extracted = cfg["extract_delegate_segments"].get<bool>();
+    o << "written with: segment alignment " << shown("segment_alignment", cfg["segment_alignment"].dump())
+      << ", constant tensor alignment " << shown("constant_tensor_alignment", opt(cfg["constant_tensor_alignment"]))
+      << ", delegate alignment " << shown("delegate_alignment", opt(cfg["delegate_alignment"]))
+      << ", delegate segments "
+      << (shown("extract_delegate_segments", "") == "true or false" ? "extracted or inline"
+          : extracted                                               ? "extracted"
+                                                                    : "inline")
+      << ", flatbuffer order " << shown("flatbuffer_order", cfg["flatbuffer_order"].get<std::string>())
       << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
     for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
       o << "  ambiguous: " << a["field"].get<std::string>() << " = " << a["chosen"].get<std::string>() << " chosen; "
