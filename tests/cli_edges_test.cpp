@@ -470,6 +470,62 @@ TEST(CliEdges, Item08SettingsShownAsTheRangeThatFits) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 9: -q silences every command's success output (README, "Progress and --quiet").
+
+TEST(CliEdges, Item09QuietMeansNothingOnSuccess) {
+  const std::string d = TempDir("edges_item9");
+  const std::string add = FixturePath("add.pte"), bpte = FixturePath("bundled_program.bpte");
+  std::filesystem::create_directory(d + "/s");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"verify", {"verify", add}},
+      {"verify", {"verify", add, "--checksum"}},
+      {"verify", {"verify", add, "--write-manifest", d + "/m.json"}},
+      {"verify", {"verify", add, "--manifest", d + "/m.json"}},
+      {"checksum", {"checksum", add}},
+      {"checksum", {"checksum", add, "--write-manifest", d + "/c.json"}},
+      {"checksum", {"checksum", add, "--manifest", d + "/c.json"}},
+      {"diff", {"diff", add, add}},
+      {"repack", {"repack", add, "-o", d + "/r.pte"}},
+      {"split",
+       {"split", FixturePath("xor.pte"), "--ptd", FixturePath("xor.ptd"), "--external-constants", "w", "-o",
+        d + "/s/x.pte"}},
+      {"pack", {"pack", Testdata("pack/config.json"), Testdata("pack/add_spec.json"), "-o", d + "/p.pte"}},
+      {"extract", {"extract", add, "-o", d + "/x"}},
+      {"map", {"map", add, "-o", d + "/m.svg"}},
+      {"graph", {"graph", add, "-o", d + "/g.dot"}},
+      {"bundle create", {"bundle", "create", add, "-o", d + "/b.ptebundle"}},
+      {"bundle extract", {"bundle", "extract", d + "/b.ptebundle", "-o", d + "/bx"}},
+      {"bpte extract-program", {"bpte", "extract-program", bpte, "-o", d + "/p2.pte"}},
+      {"bpte extract-tests", {"bpte", "extract-tests", bpte, "-o", d + "/t"}},
+      {"bpte build", {"bpte", "build", d + "/p2.pte", d + "/t/tests.json", "-o", d + "/b2.bpte"}},
+  };
+  std::set<std::string> covered;
+  for (const auto& [command, args] : runs) {
+    std::vector<std::string> q = args;
+    q.push_back("-q");
+    RunResult r = RunCli(q);
+    std::string what;
+    for (const auto& a : q) what += " " + a;
+    EXPECT_EQ(r.exit_code, 0) << what << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << what;
+    EXPECT_EQ(r.err, "") << what;
+    covered.insert(command);
+  }
+  // Every command that has -q is in the list above.
+  std::set<std::string> with_quiet;
+  for (const std::string& c : LeafCommands()) {
+    std::vector<std::string> args = {"help"};
+    std::istringstream words(c);
+    for (std::string w; words >> w;) args.push_back(w);
+    if (Contains(RunCli(args).out, "-q,--quiet")) with_quiet.insert(c);
+  }
+  EXPECT_EQ(covered, with_quiet);
+  // Without -q the same runs speak (a check that the list exercises the output -q hides).
+  EXPECT_FALSE(RunCli({"verify", add, "--manifest", d + "/m.json"}).out.empty());
+  EXPECT_FALSE(RunCli({"bundle", "create", add, "-o", d + "/b3.ptebundle"}).out.empty());
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };

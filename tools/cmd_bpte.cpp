@@ -31,7 +31,7 @@ std::unique_ptr<bpte::BpteFile> OpenReadable(const std::string& in) {
 void RegisterExtractProgram(CLI::App* bpte) {
   struct Opts {
     std::string in, out;
-    bool force = false;
+    bool force = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("extract-program", "Write the wrapped .pte program, byte for byte");
@@ -39,6 +39,7 @@ void RegisterExtractProgram(CLI::App* bpte) {
   a.Input("X.bpte", &o->in, "BundledProgram file", InputKind::kFile)->required();
   a.Output("-o,--output", &o->out, "Output .pte", "P.pte")->required();
   a.Flag("--force", &o->force, "Write the program even if it does not verify");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
   a.Run([o]() {
     auto f = OpenReadable(o->in);
     if (!f->program_ok() && !o->force) {
@@ -56,8 +57,10 @@ void RegisterExtractProgram(CLI::App* bpte) {
                           {}});
     }
     bpte::WriteOutputFile(o->out, f->content().program, {o->in});
-    std::cout << "wrote " << o->out << " (" << f->content().program.size << " bytes, from offset "
-              << f->program_offset() << ")\n";
+    if (!o->quiet) {
+      std::cout << "wrote " << o->out << " (" << f->content().program.size << " bytes, from offset "
+                << f->program_offset() << ")\n";
+    }
     g_exit = kOk;
   });
 }
@@ -65,7 +68,7 @@ void RegisterExtractProgram(CLI::App* bpte) {
 void RegisterExtractTests(CLI::App* bpte) {
   struct Opts {
     std::string in, dir, old_dir;
-    bool force = false;
+    bool force = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("extract-tests",
@@ -78,19 +81,21 @@ void RegisterExtractTests(CLI::App* bpte) {
   // The form of before -o: `bpte extract-tests X.bpte DIR`, still accepted.
   a.Output("DIR", &o->old_dir, "(deprecated: give it with -o)", "DIR");
   a.Flag("--force", &o->force, "Replace an existing non-empty directory that holds a tests.json");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
   a.Run([o]() {
     if (!o->old_dir.empty()) {
       if (!o->dir.empty()) throw Error("usage", "bpte extract-tests: give the output directory once, with -o DIR");
       o->dir = o->old_dir;
-      std::cerr << "ptepack: note: `bpte extract-tests X.bpte DIR` is deprecated; use `bpte extract-tests X.bpte -o "
-                   "DIR`\n";
+      if (!o->quiet)
+        std::cerr << "ptepack: note: `bpte extract-tests X.bpte DIR` is deprecated; use `bpte extract-tests X.bpte -o "
+                     "DIR`\n";
     }
     if (o->dir.empty()) throw Error("usage", "bpte extract-tests: no output directory: give it with -o DIR");
     auto f = OpenReadable(o->in);
     bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
     size_t cases = 0;
     for (const auto& s : f->content().suites) cases += s.test_cases.size();
-    std::cout << "extracted " << cases << " test case(s) to " << o->dir << "/\n";
+    if (!o->quiet) std::cout << "extracted " << cases << " test case(s) to " << o->dir << "/\n";
     g_exit = kOk;
   });
 }
@@ -98,7 +103,7 @@ void RegisterExtractTests(CLI::App* bpte) {
 void RegisterBuild(CLI::App* bpte) {
   struct Opts {
     std::string pte, tests, out, order = "flatc";
-    bool dry_run = false;
+    bool dry_run = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("build",
@@ -114,6 +119,7 @@ void RegisterBuild(CLI::App* bpte) {
            "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
            "builder)");
   a.Flag("--dry-run", &o->dry_run, "Say what would be written; write nothing");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
   a.Run([o]() {
     FlatbufferOrder order;
     if (!ParseFlatbufferOrder(o->order, &order)) {
@@ -140,7 +146,7 @@ void RegisterBuild(CLI::App* bpte) {
       return void(g_exit = kOk);
     }
     bpte::WriteOutputFile(o->out, Bytes::View(bytes.data(), bytes.size()), {o->pte, o->tests});
-    std::cout << "wrote " << o->out << " (" << bytes.size() << " bytes)\n";
+    if (!o->quiet) std::cout << "wrote " << o->out << " (" << bytes.size() << " bytes)\n";
     g_exit = kOk;
   });
 }

@@ -70,7 +70,7 @@ void RegisterBundle(CLI::App& app) {
   ca.Number("--level", &co->level, 1, 22, "zstd compression level 1..22 (default 3; 20..22 need much more memory)");
   ca.Number("--threads", &co->threads, 0, 256, "zstd worker threads (default 0: compress in one thread)");
   ca.Flag("--long", &co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
-  ca.Flag("-q,--quiet", &co->quiet, "No progress output");
+  ca.Flag("-q,--quiet", &co->quiet, "No progress output and no summary");
   ca.Run([c, co]() {
     co->bo.level = static_cast<int>(co->level);
     co->bo.threads = static_cast<int>(co->threads);
@@ -86,9 +86,11 @@ void RegisterBundle(CLI::App& app) {
     for (const auto& in : co->inputs) CheckInput(in, InputKind::kProgram, CommandPath(c));
     co->bo.progress = ProgressPrinter(co->quiet);
     BundleInfo info = CreateBundle(co->out, co->inputs, co->bo);
-    std::printf("%s: %llu bytes, %zu file(s)\n", co->out.c_str(), static_cast<unsigned long long>(info.size),
-                info.members.size());
-    PrintMembers(info);
+    if (!co->quiet) {
+      std::printf("%s: %llu bytes, %zu file(s)\n", co->out.c_str(), static_cast<unsigned long long>(info.size),
+                  info.members.size());
+      PrintMembers(info);
+    }
     g_exit = kOk;
   });
 
@@ -98,10 +100,12 @@ void RegisterBundle(CLI::App& app) {
   ea.Input("BUNDLE", &eo->bundle, "Bundle to read", InputKind::kFile, "FILE")->required();
   ea.Output("-o,--output", &eo->dir, "Output directory (created)", "DIR")->required();
   ea.Flag("--force", &eo->force, "Replace existing files");
-  ea.Flag("-q,--quiet", &eo->quiet, "No progress output");
+  ea.Flag("-q,--quiet", &eo->quiet, "No progress output and no list of the files written");
   ea.Run([eo]() {
     auto written = ExtractBundle(eo->bundle, eo->dir, eo->force, ProgressPrinter(eo->quiet));
-    for (const auto& p : written) std::cout << p << "\n";
+    if (!eo->quiet) {
+      for (const auto& p : written) std::cout << p << "\n";
+    }
     g_exit = kOk;
   });
 

@@ -41,9 +41,11 @@ void PrintText(const std::string& file, const VerifyOpts& o, const Verdict& v, b
   for (const Report* r : reports) {
     for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
   }
-  for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+  if (!o.common.quiet) {
+    for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+  }
   if (o.sums() && ir.files.empty()) std::cerr << file << ": checksums skipped: the file is not valid\n";
-  if (!o.io.write_manifest.empty() && !ir.files.empty()) {
+  if (!o.io.write_manifest.empty() && !ir.files.empty() && !o.common.quiet) {
     std::cout << "manifest written: " << o.io.write_manifest << "\n";
   }
   if (!o.io.manifest.empty() && !ir.files.empty() && ok && !o.common.quiet) {
