@@ -526,6 +526,66 @@ TEST(CliEdges, Item09QuietMeansNothingOnSuccess) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 10: output that agrees with itself. One definition of each size (README, "Sizes"),
+// from the bytes: header = 8 + eh00's length field (python3: struct.unpack_from('<4sIQ', b,
+// 8)), flatbuffer = program size - header, program size = eh00's program_size or the file.
+
+TEST(CliEdges, Item10OneDefinitionOfEachSize) {
+  const std::string d = TempDir("edges_item10");
+  for (const std::string& name : testing::PteFixtures()) {
+    SCOPED_TRACE(name);
+    const std::string f = FixturePath(name);
+    const std::vector<uint8_t> b = ReadFile(f);
+    const bool eh00 = b.size() >= 32 && std::string(b.begin() + 8, b.begin() + 12) == "eh00";
+    const uint64_t length = eh00 ? (b[12] | b[13] << 8 | b[14] << 16 | uint64_t{b[15]} << 24) : 0;
+    const uint64_t program = eh00 ? U64At(b, 16) : b.size();
+    const uint64_t header = 8 + length, flatbuffer = program - header;
+    // inspect, text and JSON.
+    json j = Parse(RunCli({"inspect", f, "--json"}).out);
+    EXPECT_EQ(j["header"]["program_size"], program);
+    EXPECT_EQ(j["header"]["header_size"], header);
+    EXPECT_EQ(j["header"]["flatbuffer_size"], flatbuffer);
+    EXPECT_TRUE(Contains(RunCli({"inspect", f}).out, "program size " + std::to_string(program) + " (header " +
+                                                         std::to_string(header) + " + flatbuffer " +
+                                                         std::to_string(flatbuffer) + ")"));
+    // size: its header and flatbuffer groups.
+    std::vector<std::string> ptd;
+    const std::string ptd_name = name.substr(0, name.size() - 4) + ".ptd";
+    if (std::filesystem::exists(testing::FixturesDir() + "/" + ptd_name)) ptd = {"--ptd", FixturePath(ptd_name)};
+    std::vector<std::string> args = {"size", f, "--json", "--allow-legacy-ptd"};
+    args.insert(args.end(), ptd.begin(), ptd.end());
+    j = Parse(RunCli(args).out);
+    uint64_t fb = 0, hd = 0;
+    for (const auto& p : j["parts"]) {
+      if (p["group"] == "flatbuffer") fb += p["bytes"].get<uint64_t>();
+      if (p["group"] == "header") hd += p["bytes"].get<uint64_t>();
+    }
+    EXPECT_EQ(fb, flatbuffer);
+    EXPECT_EQ(hd, header);
+    // repack --json (the input reproduced) and diff.
+    args = {"repack", f, "-o", d + "/" + name, "--json", "--force"};
+    args.insert(args.end(), ptd.begin(), ptd.end());
+    j = Parse(RunCli(args).out);
+    EXPECT_EQ(j["flatbuffer_size"], flatbuffer) << j.dump();
+    j = Parse(RunCli({"diff", f, f, "--json"}).out);
+    EXPECT_EQ(j["a"]["sizes"]["flatbuffer"], flatbuffer);
+  }
+  // A program without eh00 that lists an (empty) segment: no "no segments" next to a list of
+  // segments. linear.pte: segments = [{offset 0, size 0}] (flatc --json).
+  RunResult r = RunCli({"inspect", FixturePath("linear.pte")});
+  EXPECT_FALSE(Contains(r.out, "no segments")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "no extended header, so no segment data")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "segments (1):\n  [0] empty: constants\n")) << r.out;
+  // An empty constant_buffer (every current file has one) is not "legacy constants";
+  // module_linear_no_constant_segment.pte's 84 bytes of them are (size_test.cpp).
+  r = RunCli({"size", FixturePath("add.pte")});
+  EXPECT_FALSE(Contains(r.out, "constant buffers")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "inline constants")) << r.out;
+  EXPECT_TRUE(Contains(RunCli({"size", FixturePath("module_linear_no_constant_segment.pte")}).out,
+                       "inline constants (constant_buffer)"));
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };

@@ -143,7 +143,7 @@ TEST(Size, LegacyInlineConstantsMatchHandDerivedFacts) {
   auto pte = PteFile::Open(FixturePath("module_linear_no_constant_segment.pte"));
   SizeReport r = AnalyzeSize(*pte, {});
   auto m = PartBytes(r.pte);
-  EXPECT_EQ(m["flatbuffer/legacy constant buffers"], 84u);
+  EXPECT_EQ(m["flatbuffer/inline constants (constant_buffer)"], 84u);
   EXPECT_EQ(m["header/header"], 8u);
   EXPECT_EQ(GroupBytes(r.pte, "flatbuffer"), 1040u - 8u);
   EXPECT_EQ(GroupBytes(r.pte, "segments") + GroupBytes(r.pte, "padding"), 0u);

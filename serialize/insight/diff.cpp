@@ -372,7 +372,7 @@ class Summarizer {
 
   void Files() {
     out_.sizes["pte file"] = pte_.file().size;
-    out_.sizes["flatbuffer"] = pte_.program_size();
+    out_.sizes["flatbuffer"] = pte_.flatbuffer_size();  // README, "Sizes"
     out_.sizes["segments"] = pte_.segments().size();
     out_.file_hashes.push_back({"pte", HashBytes(pte_.file())});
     std::vector<std::pair<std::string, uint64_t>> ptd;

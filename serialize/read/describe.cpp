@@ -273,6 +273,8 @@ class PteDescriber {
       hdr["extended_header"] = nullptr;
     }
     hdr["program_size"] = pte_.program_size();
+    hdr["header_size"] = pte_.header_size();
+    hdr["flatbuffer_size"] = pte_.flatbuffer_size();
     hdr["segment_base_offset"] = pte_.segment_base_offset();
     d_["header"] = hdr;
   }
@@ -710,12 +712,17 @@ void RenderPteHeaderText(std::ostringstream& o, const json& d) {
   }
   const auto& h = d["header"];
   o << "header: file identifier " << h.value("file_identifier", std::string("?"));
+  // Program size = header + flatbuffer (README, "Sizes").
+  const std::string sizes = "program size " + std::to_string(h["program_size"].get<uint64_t>()) + " (header " +
+                            std::to_string(h.value("header_size", uint64_t{0})) + " + flatbuffer " +
+                            std::to_string(h.value("flatbuffer_size", uint64_t{0})) + ")";
   if (h["extended_header"].is_null()) {
-    o << ", no extended header (no segments)\n";
+    // Without eh00 there is no segment data: any segment the program lists is empty.
+    o << ", no extended header, so no segment data; " << sizes << "\n";
   } else {
     const auto& e = h["extended_header"];
-    o << ", eh00 length " << e["length"].get<uint64_t>() << ", program size " << e["program_size"].get<uint64_t>()
-      << ", segment base offset " << e["segment_base_offset"].get<uint64_t>();
+    o << ", eh00 length " << e["length"].get<uint64_t>() << ", " << sizes << ", segment base offset "
+      << e["segment_base_offset"].get<uint64_t>();
     if (e.contains("segment_data_size")) o << ", segment data size " << e["segment_data_size"].get<uint64_t>();
     o << "\n";
   }
@@ -754,7 +761,12 @@ void RenderConfigText(std::ostringstream& o, const json& cfg) {
 
 void RenderSegmentsText(std::ostringstream& o, const json& d) {
   o << "segments (" << d["segments"].size() << "):\n";
+  const bool no_data = d["header"]["extended_header"].is_null();
   for (const auto& s : d["segments"]) {
+    if (no_data && s["size"].get<uint64_t>() == 0) {  // nothing in the file to place
+      o << "  [" << s["index"].get<uint64_t>() << "] empty: " << s["role"].get<std::string>() << "\n";
+      continue;
+    }
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
       << s["size"].get<uint64_t>();
     if (s.contains("aligned")) {

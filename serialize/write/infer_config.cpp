@@ -338,7 +338,7 @@ void InferProducer(const PteFile& pte, const FbObjects& objs, InferredConfig& ou
 // offsets (named blobs may be aligned more).
 void InferSegmentAlignment(const PteFile& pte, InferredConfig& out) {
   if (pte.segment_base_offset() == 0) {
-    out.ambiguous.push_back({"segment_alignment", 1, kMaxAlign, "128", "no segments", {}});
+    out.ambiguous.push_back({"segment_alignment", 1, kMaxAlign, "128", "no segment data", {}});
     return;
   }
   std::vector<bool> own(pte.segments().size(), false);
