@@ -586,6 +586,30 @@ TEST(CliEdges, Item10OneDefinitionOfEachSize) {
 }
 
 // ---------------------------------------------------------------------------
+// Item 11: the settings a file cannot tell are said once; --verbose and --json list them.
+
+TEST(CliEdges, Item11AmbiguousSettingsSaidOnce) {
+  // add.pte: no eh00, no constants, no delegates (reader_test.cpp): its segment, constant
+  // and delegate alignments, delegate extraction and flatc/flatc-legacy cannot be told.
+  const std::string add = FixturePath("add.pte");
+  const json cfg = Parse(RunCli({"inspect", add, "--json"}).out)["config"];
+  const size_t n = cfg["ambiguous"].size();
+  ASSERT_GE(n, 5u) << cfg.dump();
+  RunResult r = RunCli({"inspect", add});
+  EXPECT_FALSE(Contains(r.out, "ambiguous")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n  " + std::to_string(n) +
+                                  " settings cannot be told from this file (any value shown writes the same bytes); "
+                                  "--verbose lists them\n"))
+      << r.out;
+  r = RunCli({"inspect", add, "--verbose"});
+  for (const auto& a : cfg["ambiguous"]) {
+    const std::string line = "\n    " + a["field"].get<std::string>() + ": " + a["fits"]["text"].get<std::string>() +
+                             " (" + a["chosen"].get<std::string>() + " chosen); " + a["why"].get<std::string>() + "\n";
+    EXPECT_TRUE(Contains(r.out, line)) << line << r.out;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Every command on inputs it cannot use (README, "Exit status").
 
 enum class Slot { kProgram, kJson, kBundle, kBpte };

@@ -41,6 +41,7 @@ struct InspectOpts {
   Common common;
   std::string method;
   std::optional<std::string> tensor;
+  bool verbose = false;
 };
 
 bool AllOk(const LoadedFiles& l) {
@@ -75,7 +76,7 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
     *json = std::move(d);
   } else {
     // Names come from the file: escape control characters (terminal escapes).
-    std::cout << EscapeControl(l.pte ? RenderPteText(d) : RenderPtdText(d), /*keep_newlines=*/true);
+    std::cout << EscapeControl(l.pte ? RenderPteText(d, o.verbose) : RenderPtdText(d), /*keep_newlines=*/true);
   }
   return AllOk(l) ? kOk : kInvalid;
 }
@@ -130,6 +131,8 @@ void RegisterInspect(CLI::App& app) {
          "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
          "(\"\" lists all): value index, dtype, shape, bytes, location",
          "PATTERN");
+  a.Flag("-v,--verbose", &o->verbose,
+         "Also list each setting the file cannot tell (what fits, the value chosen, why); --json always has them");
   a.Run([c, o]() { Run(c, *o); });
 }
 

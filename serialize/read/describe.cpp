@@ -728,7 +728,7 @@ void RenderPteHeaderText(std::ostringstream& o, const json& d) {
   }
 }
 
-void RenderConfigText(std::ostringstream& o, const json& cfg) {
+void RenderConfigText(std::ostringstream& o, const json& cfg, bool verbose) {
   if (cfg.contains("segment_alignment")) {
     // A setting the file cannot tell is shown as what fits ("2048..16384", "flatc or
     // flatc-legacy"), not as the one value chosen to rewrite it.
@@ -750,9 +750,16 @@ void RenderConfigText(std::ostringstream& o, const json& cfg) {
                                                                     : "inline")
       << ", flatbuffer order " << shown("flatbuffer_order", cfg["flatbuffer_order"].get<std::string>())
       << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
-    for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
-      o << "  ambiguous: " << a["field"].get<std::string>() << " = " << a["chosen"].get<std::string>() << " chosen; "
-        << a["why"].get<std::string>() << "\n";
+    // Said once; each one (what fits, the value chosen to rewrite it, why) with --verbose.
+    const json ambiguous = cfg.value("ambiguous", nlohmann::json::array());
+    if (!ambiguous.empty()) {
+      o << "  " << ambiguous.size() << (ambiguous.size() == 1 ? " setting" : " settings")
+        << " cannot be told from this file (any value shown writes the same bytes)"
+        << (verbose ? ":" : "; --verbose lists them") << "\n";
+    }
+    for (const auto& a : verbose ? ambiguous : json::array()) {
+      o << "    " << a["field"].get<std::string>() << ": " << a["fits"].value("text", std::string("?")) << " ("
+        << a["chosen"].get<std::string>() << " chosen); " << a["why"].get<std::string>() << "\n";
     }
   } else {
     o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
@@ -823,12 +830,12 @@ void RenderKeysText(std::ostringstream& o, const json& d) {
 
 }  // namespace
 
-std::string RenderPteText(const json& d) {
+std::string RenderPteText(const json& d, bool verbose) {
   std::ostringstream o;
   RenderPteHeaderText(o, d);
   if (!d.contains("methods")) return o.str();
   o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
-  if (d.contains("config")) RenderConfigText(o, d["config"]);
+  if (d.contains("config")) RenderConfigText(o, d["config"], verbose);
   for (const auto& m : d["methods"]) RenderMethodText(o, m, d.value("list_tensors", false));
   RenderSegmentsText(o, d);
   RenderConstantsText(o, d);
