@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "ptepack/reader.h"
+#include "serialize/model/program_builder.h"
+#include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 
 namespace ptepack {
@@ -607,6 +609,68 @@ TEST(CliEdges, Item11AmbiguousSettingsSaidOnce) {
                              " (" + a["chosen"].get<std::string>() + " chosen); " + a["why"].get<std::string>() + "\n";
     EXPECT_TRUE(Contains(r.out, line)) << line << r.out;
   }
+}
+
+// ---------------------------------------------------------------------------
+// Item 12: tables that keep their columns, no rows of nothing, no silence, "1 segment", and a
+// count before a long list.
+
+TEST(CliEdges, Item12TablesCountsAndSilence) {
+  const std::string d = TempDir("edges_item12");
+  // A method name longer than the old 28-character column, with 16 bytes of planned memory.
+  ProgramBuilder b;
+  const std::string long_name = std::string(40, 'x') + "_forward";
+  for (const std::string& name : {long_name, std::string("f")}) {
+    auto& m = b.AddMethod(name);
+    const int32_t x = static_cast<int32_t>(m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}}));
+    m.Inputs({x});
+    m.Outputs({x});
+    m.PlannedBufferSizes({0, 16});
+  }
+  WritePackage(b.Build(), BackendConfig{}, d + "/long.pte");
+  RunResult r = RunCli({"size", d + "/long.pte"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string table = r.out.substr(r.out.find("runtime memory"));
+  std::vector<std::string> lines;
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << table;  // title, header, 2 methods, (all methods)
+  for (size_t i = 2; i < lines.size(); ++i) EXPECT_EQ(lines[i].size(), lines[1].size()) << table;
+  EXPECT_TRUE(Contains(table, "\n  " + long_name + " ")) << table;
+  // stories260k_qnn.pte: kv_forward and prefill_forward hold the two delegates; every other
+  // method is a metadata method (flatc --json: no inputs, no instructions, no planned memory).
+  const std::string qnn = FixturePath("stories260k_qnn.pte");
+  const size_t methods = Parse(RunCli({"inspect", qnn, "--json"}).out)["methods"].size();
+  ASSERT_EQ(methods, 29u);
+  r = RunCli({"size", qnn});
+  EXPECT_TRUE(Contains(r.out, "\n  kv_forward ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n  prefill_forward ")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "\n  get_max_seq_len ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n  27 methods need no memory of their own")) << r.out;
+  r = RunCli({"size", qnn, "--top", "1"});
+  EXPECT_TRUE(Contains(r.out, "), 1 of 2 methods (--top)\n")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "\n  prefill_forward ")) << r.out;
+  // inspect --tensor with no match says so.
+  r = RunCli({"inspect", FixturePath("xor.pte"), "--tensor", "no-such-name"});
+  EXPECT_TRUE(Contains(r.out, "no stored tensor's name contains \"no-such-name\"")) << r.out;
+  EXPECT_FALSE(Contains(RunCli({"inspect", FixturePath("xor.pte"), "--tensor", "linear"}).out, "no stored tensor"));
+  // One segment (add.pte lists one, empty: reader_test.cpp).
+  r = RunCli({"repack", FixturePath("add.pte"), "-o", d + "/a.pte"});
+  EXPECT_TRUE(Contains(r.err, "(728 bytes, 1 segment)")) << r.err;
+  // diff of a split file: the count first. conv2d_quantized.pte's 2 constants move to w.ptd.
+  std::filesystem::create_directory(d + "/s");
+  ASSERT_EQ(
+      RunCli({"split", FixturePath("conv2d_quantized.pte"), "--external-constants", "w", "-o", d + "/s/c.pte", "-q"})
+          .exit_code,
+      0);
+  r = RunCli({"diff", FixturePath("conv2d_quantized.pte"), d + "/s/c.pte", "--ptd-b", d + "/s/w.ptd"});
+  const size_t count = r.out.find("\nchanges: "), list = r.out.find("\nconstant (layout only):");
+  ASSERT_NE(count, std::string::npos) << r.out;
+  EXPECT_LT(count, list) << r.out;
+  EXPECT_TRUE(Contains(r.out, "constant 2 moved")) << r.out;
+  json j = Parse(
+      RunCli({"diff", FixturePath("conv2d_quantized.pte"), d + "/s/c.pte", "--ptd-b", d + "/s/w.ptd", "--json"}).out);
+  EXPECT_EQ(j["summary"]["constant"]["moved"], 2);
 }
 
 // ---------------------------------------------------------------------------

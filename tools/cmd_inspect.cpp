@@ -37,6 +37,15 @@ void FilterDescription(nlohmann::json& d, const std::string& method, const std::
   }
 }
 
+// `--tensor PATTERN` that no stored tensor's name contains: said, not left as silence.
+std::string NoTensorMatches(const nlohmann::json& d, const std::optional<std::string>& tensor) {
+  if (!tensor || !d.contains("methods")) return "";
+  for (const auto& m : d["methods"]) {
+    if (!m["stored_tensors"].empty()) return "";
+  }
+  return "no stored tensor's name contains \"" + *tensor + "\" (`--tensor \"\"` lists them all)\n";
+}
+
 struct InspectOpts {
   Common common;
   std::string method;
@@ -76,7 +85,8 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
     *json = std::move(d);
   } else {
     // Names come from the file: escape control characters (terminal escapes).
-    std::cout << EscapeControl(l.pte ? RenderPteText(d, o.verbose) : RenderPtdText(d), /*keep_newlines=*/true);
+    std::cout << EscapeControl(l.pte ? RenderPteText(d, o.verbose) : RenderPtdText(d), /*keep_newlines=*/true)
+              << EscapeControl(NoTensorMatches(d, o.tensor), /*keep_newlines=*/true);
   }
   return AllOk(l) ? kOk : kInvalid;
 }

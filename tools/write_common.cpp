@@ -62,7 +62,8 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
           {"dedup_bytes_saved", r.dedup_bytes_saved},
           {"verified", ok}};
   if (!quiet) {
-    std::cerr << "wrote " << r.pte.path << " (" << r.pte.size << " bytes, " << r.num_segments << " segments)";
+    std::cerr << "wrote " << r.pte.path << " (" << r.pte.size << " bytes, " << r.num_segments
+              << (r.num_segments == 1 ? " segment)" : " segments)");
     for (const auto& p : r.ptds) std::cerr << ", " << p.path << " (" << p.size << " bytes)";
     std::cerr << (ok ? "; verified OK" : "; OUTPUT DOES NOT VERIFY") << "\n";
   }
@@ -151,7 +152,10 @@ void CopyToStdout(const WriteResult& r, const OutputFlags& f) {
   std::cout << in.rdbuf();
   std::cout.flush();
   if (!std::cout) throw Error("io", "stdout: write failed");
-  if (!f.quiet) std::cerr << "wrote - (" << r.pte.size << " bytes, " << r.num_segments << " segments); verified OK\n";
+  if (!f.quiet) {
+    std::cerr << "wrote - (" << r.pte.size << " bytes, " << r.num_segments
+              << (r.num_segments == 1 ? " segment" : " segments") << "); verified OK\n";
+  }
   g_exit = kOk;
 }
 

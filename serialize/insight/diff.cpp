@@ -625,10 +625,35 @@ DiffResult DiffPrograms(const PteFile& a, const std::vector<const PtdFile*>& ptd
   return r;
 }
 
+namespace {
+
+// How many changes of each kind per category, in the order the categories come:
+// [("constant", [("moved", 83)]), ("size", [("changed", 2), ("added", 1)])].
+std::vector<std::pair<std::string, std::vector<std::pair<std::string, size_t>>>> CountChanges(const DiffResult& r) {
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, size_t>>>> out;
+  for (const DiffChange& c : r.changes) {
+    if (out.empty() || out.back().first != c.category) out.push_back({c.category, {}});
+    auto& kinds = out.back().second;
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == c.kind; });
+    if (it == kinds.end()) {
+      kinds.push_back({c.kind, 1});
+    } else {
+      ++it->second;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json DiffJson(const DiffResult& r) {
   nlohmann::json j;
   j["verdict"] = DiffVerdictName(r.verdict);
   j["content_changes"] = r.content_changes();
+  j["summary"] = nlohmann::json::object();
+  for (const auto& [category, kinds] : CountChanges(r)) {
+    for (const auto& [kind, n] : kinds) j["summary"][category][kind] = n;
+  }
   j["a"] = r.a.summary;
   j["b"] = r.b.summary;
   j["changes"] = nlohmann::json::array();
@@ -654,8 +679,20 @@ std::string RenderDiffText(const DiffResult& r) {
       o << "layout only: the same content, stored differently\n";
       break;
     case DiffVerdict::kDifferent:
-      o << "different: " << r.content_changes() << " content changes\n";
+      o << "different: " << r.content_changes() << " content change" << (r.content_changes() == 1 ? "" : "s") << "\n";
       break;
+  }
+  // One line that counts them before the lists: "changes: constant 83 moved; size 2 changed, 1 added".
+  const auto counts = CountChanges(r);
+  if (!counts.empty()) {
+    o << "changes:";
+    for (size_t i = 0; i < counts.size(); ++i) {
+      o << (i ? "; " : " ") << counts[i].first;
+      for (size_t k = 0; k < counts[i].second.size(); ++k) {
+        o << (k ? ", " : " ") << counts[i].second[k].second << " " << counts[i].second[k].first;
+      }
+    }
+    o << "\n";
   }
   for (size_t i = 0; i < r.changes.size(); ++i) {
     const DiffChange& c = r.changes[i];

@@ -663,9 +663,10 @@ void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
     o << "method \"" << m["name"].get<std::string>() << "\" (constant): returns " << r << "\n";
     return;
   }
-  o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
-    << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
-    << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
+  auto n = [](uint64_t k, const char* one) { return std::to_string(k) + " " + one + (k == 1 ? "" : "s"); };
+  o << "method \"" << m["name"].get<std::string>() << "\": " << n(m["num_values"].get<uint64_t>(), "value") << ", "
+    << n(m["num_instructions"].get<uint64_t>(), "instruction") << " in " << n(m["num_chains"].get<uint64_t>(), "chain")
+    << ", stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
   o << "  inputs:";
   for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
   o << "\n  outputs:";
