@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -671,6 +673,231 @@ TEST(CliEdges, Item12TablesCountsAndSilence) {
   json j = Parse(
       RunCli({"diff", FixturePath("conv2d_quantized.pte"), d + "/s/c.pte", "--ptd-b", d + "/s/w.ptd", "--json"}).out);
   EXPECT_EQ(j["summary"]["constant"]["moved"], 2);
+}
+
+// ---------------------------------------------------------------------------
+// Item 21: docs and help that agree with the tool.
+
+// The options a command's help lists: {"-o", "--output", "--json", ...}.
+std::set<std::string> HelpOptions(const std::string& command) {
+  std::vector<std::string> args = {"help"};
+  std::istringstream words(command);
+  for (std::string w; words >> w;) args.push_back(w);
+  std::set<std::string> out;
+  std::istringstream in(RunCli(args).out);
+  static const std::regex kOption(R"(^  (-[a-zA-Z]),?(--[a-z][a-z0-9-]*)?|^  (--[a-z][a-z0-9-]*))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kOption)) continue;
+    for (int i = 1; i <= 3; ++i) {
+      if (m[i].matched) out.insert(m[i]);
+    }
+  }
+  return out;
+}
+
+// `text` without its [optional] groups; `( A | B )` as A; `x|y` as x.
+std::string FirstForm(const std::string& text) {
+  std::string out;
+  int bracket = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '[') ++bracket;
+    if (bracket == 0) out += c;
+    if (c == ']') --bracket;
+  }
+  std::string no_paren;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == '(') {
+      const size_t close = out.find(')', i), bar = out.find(" | ", i);
+      no_paren += out.substr(i + 1, std::min(close, bar) - i - 1);
+      i = close;
+    } else {
+      no_paren += out[i];
+    }
+  }
+  std::istringstream words(no_paren);
+  std::string result;
+  for (std::string w; words >> w;) result += (result.empty() ? "" : " ") + w.substr(0, w.find('|'));
+  return result;
+}
+
+TEST(CliEdges, Item21ReadmeExamplesRunAsWritten) {
+  // Every line of a README code block that runs ptepack: a usage synopsis ([optional],
+  // (a | b), x|y) must name only options its command's help lists, and its first form, like
+  // every plain example, runs (exit 0) in a directory holding the files it names: FILE,
+  // IN.pte, A.pte, B.pte (add.pte), CONFIG.json, SPEC.json (testdata/pack), B (a bundle),
+  // X.bpte (the real BundledProgram), P.pte/prog.pte (its program), TESTS.json and DIR/ (its
+  // tests, and an extract of add.pte).
+  const std::string src = std::string(PTEPACK_SOURCE_DIR);
+  std::ifstream in(src + "/README.md");
+  std::vector<std::pair<int, std::string>> lines;  // README line number, command text
+  bool fence = false;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.rfind("```", 0) == 0) {
+      fence = !fence;
+      continue;
+    }
+    if (!fence && line.rfind("    ", 0) != 0) continue;
+    std::string t = line.substr(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '));
+    if (t.rfind("ptepack ", 0) == 0) {
+      lines.push_back({n, t});
+    } else if (!lines.empty() && lines.back().first == n - 1 && (t[0] == '[' || t[0] == '(')) {
+      lines.back().second += " " + t;  // a synopsis continued on the next line
+      lines.back().first = n;
+    }
+  }
+  ASSERT_GE(lines.size(), 20u);
+  const std::string d = TempDir("edges_readme");
+  const std::string add = FixturePath("add.pte"), bpte = FixturePath("bundled_program.bpte");
+  ASSERT_EQ(RunCli({"bundle", "create", add, "-o", d + "/B", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"bpte", "extract-program", bpte, "-o", d + "/P.pte", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"bpte", "extract-tests", bpte, "-o", d + "/tests", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"extract", add, "-o", d + "/DIR", "-q"}).exit_code, 0);
+  for (const auto& e : std::filesystem::directory_iterator(d + "/tests")) {
+    std::filesystem::copy(e.path(), d + "/DIR/" + e.path().filename().string());
+  }
+  const std::map<std::string, std::string> files = {{"FILE", add},
+                                                    {"IN.pte", add},
+                                                    {"A.pte", add},
+                                                    {"B.pte", add},
+                                                    {"FILE.pte", add},
+                                                    {"X.bpte", bpte},
+                                                    {"P.pte", d + "/P.pte"},
+                                                    {"prog.pte", d + "/P.pte"},
+                                                    {"B", d + "/B"},
+                                                    {"CONFIG.json", Testdata("pack/config.json")},
+                                                    {"SPEC.json", Testdata("pack/add_spec.json")},
+                                                    {"TESTS.json", d + "/tests/tests.json"}};
+  int synopses = 0, runs = 0;
+  for (const auto& [at, raw] : lines) {
+    std::string text = raw.substr(0, raw.find(" #"));
+    // A synopsis's description after it ("  what changed (exit 0 same, 1 different)").
+    static const std::regex kDescription(R"(\s{2,}[a-zX][a-zA-Z0-9]* [a-z].*$)");
+    text = std::regex_replace(text, kDescription, "");
+    const std::string where = "README.md:" + std::to_string(at) + ": " + text;
+    // `bundle create ... | list B | extract B -o DIR`: one command per alternative.
+    std::vector<std::string> alternatives;
+    int depth = 0;
+    size_t from = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      depth += text[i] == '[' || text[i] == '(' ? 1 : text[i] == ']' || text[i] == ')' ? -1 : 0;
+      if (depth == 0 && text.compare(i, 3, " | ") == 0) {
+        alternatives.push_back(text.substr(from, i - from));
+        from = i + 3;
+      }
+    }
+    alternatives.push_back(text.substr(from));
+    std::istringstream head(alternatives[0]);
+    std::string word, top;
+    head >> word >> top;  // "ptepack", the command
+    for (size_t k = 0; k < alternatives.size(); ++k) {
+      std::string cmd = k == 0 ? alternatives[k] : "ptepack " + top + " " + alternatives[k];
+      const bool synopsis = cmd.find_first_of("[(|") != std::string::npos || Contains(cmd, "...");
+      const std::string first = FirstForm(cmd);
+      std::istringstream words(first);
+      std::vector<std::string> argv;
+      for (std::string w; words >> w;) argv.push_back(w);
+      ASSERT_GE(argv.size(), 2u) << where;
+      std::string path = argv[1];
+      if (LeafCommands().count(path + " " + (argv.size() > 2 ? argv[2] : ""))) path += " " + argv[2];
+      ASSERT_TRUE(LeafCommands().count(path)) << where << ": no command \"" << path << "\"";
+      if (synopsis) {
+        ++synopses;
+        const std::set<std::string> known = HelpOptions(path);
+        static const std::regex kFlag(R"((^|[\s\[(|])(--?[a-z][a-z0-9-]*))");
+        for (std::sregex_iterator it(cmd.begin(), cmd.end(), kFlag), end; it != end; ++it) {
+          EXPECT_TRUE(known.count((*it)[2])) << where << ": " << path << " has no " << (*it)[2];
+        }
+      }
+      // Run the first form where the files it names are.
+      const std::string sandbox = TempDir("edges_readme_run");
+      std::vector<std::string> args;
+      for (size_t i = 1; i < argv.size(); ++i) {
+        std::string a = argv[i];
+        const bool output = i > 1 && (argv[i - 1] == "-o" || argv[i - 1] == "--output");
+        if (!output && files.count(a)) {
+          std::filesystem::copy(files.at(a), sandbox + "/" + a);
+        } else if (!output && a.rfind("DIR/", 0) == 0 && !std::filesystem::exists(sandbox + "/DIR")) {
+          std::filesystem::copy(d + "/DIR", sandbox + "/DIR");
+        }
+        args.push_back(a);
+      }
+      if (args[0] == "bpte" && args[1] == "build" && std::find(args.begin(), args.end(), "TESTS.json") != args.end()) {
+        for (const auto& e : std::filesystem::directory_iterator(d + "/tests")) {  // its data files beside it
+          if (e.path().filename() != "tests.json")
+            std::filesystem::copy(e.path(), sandbox + "/" + e.path().filename().string());
+        }
+      }
+      const char* other = std::getenv("PTEPACK_TEST_CLI");  // as RunCli: another ptepack to test
+      std::string line =
+          "cd " + testing::ShellQuote(sandbox) + " && " + testing::ShellQuote(other && *other ? other : PTEPACK_CLI);
+      for (const auto& a : args) line += " " + testing::ShellQuote(a);
+      const int rc = std::system((line + " >/dev/null 2>" + testing::ShellQuote(sandbox + "/.err")).c_str());
+      ++runs;
+      std::ifstream err(sandbox + "/.err");
+      std::stringstream es;
+      es << err.rdbuf();
+      EXPECT_EQ(rc, 0) << where << "\n  ran: " << first << "\n" << es.str();
+    }
+  }
+  EXPECT_GE(synopses, 15);
+  EXPECT_GE(runs, 25);
+}
+
+TEST(CliEdges, Item21HelpManPageAndCompletion) {
+  // Flags take no value in the man page; values are named (N, FILE, flatc|...).
+  const std::string man = RunCli({"--man"}).out;
+  EXPECT_FALSE(Contains(man, "VALUE")) << man.substr(0, 2000);
+  EXPECT_TRUE(Contains(man, "\\fB\\-\\-json\\fR\n")) << man.substr(0, 2000);
+  EXPECT_TRUE(Contains(man, "\\fB\\-\\-segment\\-alignment\\fR \\fIN\\fR")) << man.substr(0, 2000);
+  // --help names help, completion and --man.
+  const std::string help = RunCli({"--help"}).out;
+  for (const char* s : {"ptepack help CMD", "ptepack completion bash|zsh", "ptepack --man"}) {
+    EXPECT_TRUE(Contains(help, s)) << s << "\n" << help;
+  }
+  // help of a nested command is that command's.
+  RunResult r = RunCli({"help", "bundle", "create"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.out, "Usage: ptepack bundle create [OPTIONS] FILE...")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "Subcommands:")) << r.out;
+  // pack: -o is required, and the README section it names exists.
+  r = RunCli({"help", "pack"});
+  EXPECT_TRUE(Contains(r.out, "-o,--output OUT.pte REQUIRED")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "in-place")) << r.out;
+  std::ifstream readme(std::string(PTEPACK_SOURCE_DIR) + "/README.md");
+  std::stringstream rs;
+  rs << readme.rdbuf();
+  EXPECT_TRUE(Contains(r.out, "see README, \"Pack specs\"")) << r.out;
+  EXPECT_TRUE(Contains(rs.str(), "\n### Pack specs\n"));
+  EXPECT_FALSE(Contains(rs.str(), "not supported")) << "README: .bpte files are supported";
+  // bash completion of an option's value: its choices, nothing for a number, files for a path.
+  const std::string dir = TempDir("edges_bash");
+  const std::string script = RunCli({"completion", "bash"}).out;
+  WriteFile(dir + "/c.bash", std::vector<uint8_t>(script.begin(), script.end()));
+  WriteFile(dir + "/model.pte", {1});
+  auto complete = [&](const std::string& words) {
+    const std::string cmd = "cd " + testing::ShellQuote(dir) + " && bash -c " +
+                            testing::ShellQuote("source ./c.bash; COMP_WORDS=(" + words +
+                                                "); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _ptepack; printf '%s\\n' "
+                                                "\"${COMPREPLY[@]}\"") +
+                            " > " + testing::ShellQuote(dir + "/out");
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::set<std::string> out;
+    std::ifstream f(dir + "/out");
+    for (std::string line; std::getline(f, line);) {
+      if (!line.empty()) out.insert(line);
+    }
+    return out;
+  };
+  EXPECT_EQ(complete("ptepack repack m.pte --flatbuffer-order ''"),
+            (std::set<std::string>{"flatc", "flatc-legacy", "python", "python-2026"}));
+  EXPECT_EQ(complete("ptepack repack m.pte --flatbuffer-order py"), (std::set<std::string>{"python", "python-2026"}));
+  EXPECT_EQ(complete("ptepack size m.pte --sort ''"), (std::set<std::string>{"bytes", "name"}));
+  EXPECT_EQ(complete("ptepack repack m.pte --segment-alignment ''"), (std::set<std::string>{}));
+  EXPECT_EQ(complete("ptepack repack m.pte --config mod"), (std::set<std::string>{"model.pte"}));
 }
 
 // ---------------------------------------------------------------------------

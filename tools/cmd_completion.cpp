@@ -19,7 +19,8 @@ std::vector<const CLI::App*> Subcommands(const CLI::App& app) {
   return out;
 }
 
-bool IsFlag(const CLI::Option* o) { return o->get_type_size() == 0; }
+// A flag takes no value (CLI11 gives flags, --help included, zero expected values).
+bool IsFlag(const CLI::Option* o) { return o->get_expected_max() == 0 || o->get_type_size() == 0; }
 
 bool Repeats(const CLI::Option* o) {
   const ArgInfo* info = InfoOf(o);
@@ -78,7 +79,25 @@ std::string Bash(const CLI::App& app) {
       o << "      \"" << path << ":" << s->get_name() << "\") cmd=\"${cmd:+$cmd }" << s->get_name() << "\" ;;\n";
     }
   }
-  o << "    esac\n  done\n  case \"$cmd\" in\n";
+  o << "    esac\n  done\n";
+  // The value of an option: its choices, nothing for a number or text, files for a path.
+  o << "  local prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n  case \"$cmd:$prev\" in\n";
+  for (const auto& [path, a] : all) {
+    for (const CLI::Option* opt : a->get_options()) {
+      if (opt->get_positional() || IsFlag(opt)) continue;
+      const ArgInfo* info = InfoOf(opt);
+      if (info && info->path) continue;  // the default below: file names
+      std::string words;
+      if (info) {
+        for (const auto& c : info->choices) words += (words.empty() ? "" : " ") + c;
+      }
+      std::string names;
+      for (const auto& l : opt->get_lnames()) names += (names.empty() ? "" : "|") + ("\"" + path + ":--" + l + "\"");
+      for (const auto& s : opt->get_snames()) names += (names.empty() ? "" : "|") + ("\"" + path + ":-" + s + "\"");
+      o << "    " << names << ") COMPREPLY=($(compgen -W \"" << words << "\" -- \"$cur\")); return ;;\n";
+    }
+  }
+  o << "  esac\n  case \"$cmd\" in\n";
   for (const auto& [path, a] : all) {
     std::vector<std::string> subs;
     for (const CLI::App* s : Subcommands(*a)) subs.push_back(s->get_name());

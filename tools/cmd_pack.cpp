@@ -22,7 +22,7 @@ void RegisterPack(CLI::App& app) {
   auto* c = app.add_subcommand(
       "pack",
       "Build a program from a JSON description. SPEC is ExecuTorch's own JSON form of a Program (what "
-      "`flatc --json` prints for program.fbs) extended with \"data\" files: see README, \"pack spec\".");
+      "`flatc --json` prints for program.fbs) extended with \"data\" files: see README, \"Pack specs\".");
   Args& a = NewArgs(c);
   a.Input("CONFIG.json", &o->config, "BackendConfig JSON file", InputKind::kFile)->required();
   a.Input("SPEC.json", &o->spec, "Program description JSON", InputKind::kFile)->required();

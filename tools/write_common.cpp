@@ -73,8 +73,9 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
 CLI::Option* AddOutputFlags(Args& a, OutputFlags& f, bool in_place) {
   CLI::Option* out =
       a.Output("-o,--output", &f.out,
-               in_place ? "Output .pte (.ptd files go next to it; `-` for stdout); with --in-place, default the input"
-                        : "Output .pte (.ptd files go next to it; `-` for stdout); required",
+               in_place ? "Output .pte (.ptd files go next to it; `-` for stdout); required unless --in-place, which "
+                          "makes it default to the input"
+                        : "Output .pte (.ptd files go next to it; `-` for stdout)",
                "OUT.pte");
   if (in_place) {
     a.Flag("--in-place", &f.in_place,

@@ -166,3 +166,31 @@ def test_dry_run_writes_nothing(fixture, tmp_path):
 
 def test_version():
     assert ptepack.__version__.count(".") == 2
+
+
+def test_readme_python_examples_run_as_written(fixture, tmp_path, monkeypatch):
+    """The README's Python examples: the `python3 -c` line in the fixtures' directory, and the
+    python block where model.pte is conv2d_quantized.pte (a program with its constants inside,
+    which split moves to weights.ptd)."""
+    import re
+    import shutil
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "README.md")).read()
+    section = readme[readme.index("\n## Python\n"):]
+    section = section[:section.index("\n## ", 1)]
+    one_liner = re.search(r'python3 -c \\\n\s*"(.*)"', section).group(1)
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert one_liner and len(blocks) == 1
+    monkeypatch.chdir(os.path.dirname(fixture("linear.pte")))
+    exec(one_liner, {})
+    shutil.copy(fixture("conv2d_quantized.pte"), tmp_path / "model.pte")
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(blocks[0], scope)
+    assert scope["r"]["valid"] is True
+    assert scope["s"]["valid"] is True
+    # The keys were checked against weights.ptd; without it they are not.
+    assert scope["s"]["not_checked"] == []
+    assert ptepack.verify("small.pte")["not_checked"] != []
+    assert (tmp_path / "aligned.pte").exists() and (tmp_path / "small.pte").exists()
+    assert (tmp_path / "weights.ptd").exists()
