@@ -8,6 +8,14 @@
 //                           (`ptepack pack` without the file write).
 //   BM_Repack               PteFile::Open + PackageFromPte + InferConfig +
 //                           LayoutPte + RenderPte (`ptepack repack` in memory).
+//   BM_PlanCheck/N          DeriveLifetimes + CheckMemoryPlan (what `verify`
+//                           adds for the memory plan) of one method of N
+//                           planned tensors, a chain of N out-variant kernels
+//                           whose outputs rotate over 3 slots (issue 23's goal:
+//                           100,000 tensors in under a second).
+//   BM_ReadWithoutPlanCheck/N, BM_ReadWithPlanCheck/N
+//                           PteFile::FromBytes of that program without and
+//                           with the plan check, side by side.
 //
 // The last two read bench/gen_programs.py's output: set PTEPACK_BENCH_DIR to its
 // directory (scripts/bench.sh does); without it they are skipped with a message.
@@ -22,6 +30,8 @@
 #include "serialize/model/package.h"
 #include "serialize/model/program_builder.h"
 #include "serialize/model/spec.h"
+#include "serialize/read/plan_checks.h"
+#include "serialize/read/program_checks.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"
 #include "serialize/write/infer_config.h"
@@ -69,6 +79,55 @@ void BM_ProgramBuilderMeta(benchmark::State& state) {
   state.counters["file_bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_ProgramBuilderMeta)->Unit(benchmark::kMillisecond);
+
+// One method: x -> t0 -> t1 -> ... -> t(n-1), each an out-variant kernel
+// reading the previous tensor; t_i at slot i % 3 (64 bytes each), so a tensor
+// shares bytes with the one three kernels later, after its last read.
+std::vector<uint8_t> ChainProgram(int n) {
+  ProgramBuilder b;
+  auto& m = b.AddMethod("forward");
+  int32_t prev = static_cast<int32_t>(m.Tensor({ScalarType::kFloat, {16}, PlannedLocation{1, 192}}));
+  const int32_t input = prev;
+  const uint32_t op = m.Operator("aten::add", "out");
+  for (int i = 0; i < n; ++i) {
+    auto t = static_cast<int32_t>(m.Tensor({ScalarType::kFloat, {16}, PlannedLocation{1, 64ull * (i % 3)}}));
+    m.KernelCall(op, {prev, prev, t, t});
+    prev = t;
+  }
+  m.Inputs({input});
+  m.Outputs({prev});
+  m.PlannedBufferSizes({0, 256});
+  return RenderPte(LayoutPte(b.Build(), BackendConfig{}));
+}
+
+void BM_PlanCheck(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = ChainProgram(static_cast<int>(state.range(0)));
+  const auto* program = executorch_flatbuffer::GetProgram(bytes.data());
+  size_t findings = 0;
+  for (auto _ : state) {
+    Report r("bench.pte");
+    Bytes view = Bytes::View(bytes.data(), bytes.size());
+    CheckMemoryPlan(Where{r, view, view.size}, *program);
+    findings = r.findings().size();
+  }
+  if (findings != 0) state.SkipWithError("the plan check found problems in a valid plan");
+  state.counters["tensors"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_PlanCheck)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+void ReadChain(benchmark::State& state, bool plan_check) {
+  const std::vector<uint8_t> bytes = ChainProgram(static_cast<int>(state.range(0)));
+  ReadOptions opts;
+  opts.check_memory_plan = plan_check;
+  for (auto _ : state) {
+    auto f = PteFile::FromBytes(Bytes::View(bytes.data(), bytes.size()), "bench.pte", opts);
+    benchmark::DoNotOptimize(f->ok());
+  }
+}
+void BM_ReadWithoutPlanCheck(benchmark::State& state) { ReadChain(state, false); }
+void BM_ReadWithPlanCheck(benchmark::State& state) { ReadChain(state, true); }
+BENCHMARK(BM_ReadWithoutPlanCheck)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadWithPlanCheck)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 std::string BenchFile(benchmark::State& state, const std::string& rel) {
   const char* dir = std::getenv("PTEPACK_BENCH_DIR");

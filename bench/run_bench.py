@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs issue 16's goals side by side and prints one table of ratios.
+"""Runs issue 16's goals (and issue 23's planner goals) side by side and prints one table of ratios.
 
 Called by scripts/bench.sh (which builds the binaries first):
 
@@ -315,6 +315,47 @@ def main():
         r = median_runs({"inspect": ([cli, "inspect", O("weights.ptd")], None, None)}, repeat)
         t.add("ptd: `inspect` of a .ptd of %d keys (%s)" % (keys, mb(os.path.getsize(O("weights.ptd")))),
               mb(r["inspect"][1]), s(r["inspect"][0]), "-", "<= 100 MB", r["inspect"][1] <= 100e6)
+
+    # 7. The memory planner (issue 23): generated methods against the lower
+    # bound, ExecuTorch's greedy beside ours, and one method of 100,000 tensors.
+    if want("plan"):
+        planner = os.path.join(a.build, "ptepack_plan_bench")
+        r = subprocess.run([planner, "--json"] + (["--instances", "60"] if a.quick else []),
+                           stdout=subprocess.PIPE, text=True)
+        res = json.loads(r.stdout)
+        algo = {x["name"]: x for x in res["algorithms"]}
+        best, greedy = algo["best"], algo["executorch-greedy"]
+        t.add("plan: size / lower bound over %d generated methods (%d tensors), `best` median / worst"
+              % (res["instances"], res["blocks"]),
+              "%.4f / %.4f" % (best["median"], best["worst"]),
+              "executorch-greedy %.4f / %.4f" % (greedy["median"], greedy["worst"]),
+              "%d of %d at the bound or proven optimal" % (best["optimal"], res["instances"]),
+              "<= 1.02 / <= 1.10", best["median"] <= 1.02 and best["worst"] <= 1.10)
+        t.add("plan: `best` larger than another algorithm, or overlapping", "%d, %d" % (
+              res["best_above_another"], res["overlapping"]), "-", "-", "0, 0",
+              res["best_above_another"] == 0 and res["overlapping"] == 0)
+        t.add("plan: best + FindPlanOverlaps + PlanLowerBound of one method of %d tensors" % res["big_blocks"],
+              "%s CPU (%s wall)" % (s(res["big_total_cpu_s"]), s(res["big_total_s"])),
+              "executorch-greedy alone %s CPU" % s(algo["executorch-greedy"]["big_seconds"]), "-", "<= 1 s",
+              res["big_total_cpu_s"] <= 1)
+
+    # 8. `ptepack plan --algorithm best` on generated programs (issue 23), through the whole
+    # read / lifetimes / plan / write path, against the input plan ExecuTorch's greedy makes.
+    if want("replan"):
+        bench = os.path.join(a.build, "ptepack_replan_bench")
+        r = subprocess.run([bench, "--json"] + (["--programs", "60", "--max-ops", "1000"] if a.quick else []),
+                           stdout=subprocess.PIPE, text=True)
+        res = json.loads(r.stdout)
+        best, inp = res["best"], res["input"]
+        t.add("replan: planned / lower bound over %d generated programs (%d tensors), `plan -o` best median / worst"
+              % (res["programs"], res["tensors"]),
+              "%.4f / %.4f" % (best["median"], best["worst"]),
+              "input (ExecuTorch's greedy) %.4f / %.4f" % (inp["median"], inp["worst"]),
+              "%.1f %% fewer bytes" % (100.0 * (1 - res["bytes_best"] / max(1, res["bytes_input"]))),
+              "<= 1.02 / <= 1.10", best["median"] <= 1.02 and best["worst"] <= 1.10)
+        t.add("replan: best larger than the input or our greedy; methods not derived", "%d, %d" % (
+              res["best_above"], res["not_checked"]), "-", "-", "0, 0",
+              res["best_above"] == 0 and res["not_checked"] == 0)
 
     u = platform.uname()
     print("\nptepack bench (%s), %s UTC, %s %s, %d CPUs, load average %.1f at the end, repeat %d" % (

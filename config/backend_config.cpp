@@ -5,6 +5,7 @@
 
 #include "config/numbers.h"
 #include "ptepack/error.h"
+#include "serialize/io/json_reader.h"
 
 namespace ptepack {
 
@@ -88,144 +89,127 @@ nlohmann::json ConfigToJson(const BackendConfig& c) {
   j["flatbuffer_order"] = FlatbufferOrderName(c.flatbuffer_order);
   j["inline_constants"] = c.inline_constants;
   j["legacy_extended_header"] = c.legacy_extended_header;
+  j["dedup_inline_delegate_data"] = c.dedup_inline_delegate_data;
   return j;
 }
 
 namespace {
 
-// Typed reads of one config object's fields; a missing field keeps the default.
-class ConfigFields {
- public:
-  explicit ConfigFields(const nlohmann::json& j) : j_(j) {}
+const std::initializer_list<const char*> kConfigFields = {"extract_delegate_segments",
+                                                          "segment_alignment",
+                                                          "constant_tensor_alignment",
+                                                          "delegate_alignment",
+                                                          "external_constants",
+                                                          "external_mutable_weights",
+                                                          "emit_mutable_buffer_names",
+                                                          "emit_stacktrace",
+                                                          "dynamic_memory_planning_mode",
+                                                          "external_tag",
+                                                          "ptd_segment_alignment",
+                                                          "flatbuffer_order",
+                                                          "inline_constants",
+                                                          "legacy_extended_header",
+                                                          "dedup_inline_delegate_data"};
 
-  void Bool(const char* k, bool* out) const {
-    if (!j_.contains(k)) return;
-    if (!j_[k].is_boolean()) Bad(k, "must be true or false", j_[k].dump());
-    *out = j_[k].get<bool>();
-  }
-  void U64(const char* k, uint64_t* out) const {
-    if (!j_.contains(k)) return;
-    if (!j_[k].is_number_unsigned()) Bad(k, "must be a non-negative integer", j_[k].dump());
-    *out = j_[k].get<uint64_t>();
-  }
-  void OptionalU64(const char* k, std::optional<uint64_t>* out) const {
-    if (!j_.contains(k) || j_[k].is_null()) return;
-    uint64_t v = 0;
-    U64(k, &v);
-    *out = v;
-  }
-  // A string field, "" when absent or not a string.
-  std::string Text(const char* k) const { return j_.contains(k) && j_[k].is_string() ? j_[k].get<std::string>() : ""; }
+// Typed reads of one config object's fields (a missing field keeps the
+// default); errors name the field, through the JSON reader.
+void ReadBool(const JsonField& j, const char* k, bool* out) {
+  if (auto f = j.Find(k)) *out = f->Bool();
+}
+void ReadU64(const JsonField& j, const char* k, uint64_t* out) {
+  if (auto f = j.Find(k)) *out = f->U64();
+}
+void ReadOptionalU64(const JsonField& j, const char* k, std::optional<uint64_t>* out) {
+  if (auto f = j.Find(k, /*null_is_absent=*/true)) *out = f->U64();
+}
 
-  void RejectUnknown() const {
-    static const char* kKnown[] = {"extract_delegate_segments",
-                                   "segment_alignment",
-                                   "constant_tensor_alignment",
-                                   "delegate_alignment",
-                                   "external_constants",
-                                   "external_mutable_weights",
-                                   "emit_mutable_buffer_names",
-                                   "emit_stacktrace",
-                                   "dynamic_memory_planning_mode",
-                                   "external_tag",
-                                   "ptd_segment_alignment",
-                                   "flatbuffer_order",
-                                   "inline_constants",
-                                   "legacy_extended_header"};
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      bool known = false;
-      for (const char* k : kKnown) known = known || it.key() == k;
-      if (!known) Bad(it.key(), "unknown config field", it.value().dump());
-    }
+// external_constants: true, false, or a tag (every constant goes to "<tag>.ptd").
+void ReadExternalConstants(const JsonField& j, BackendConfig& c) {
+  auto e = j.Find("external_constants");
+  if (!e) return;
+  if (e->is_bool()) {
+    c.external_constants = e->Bool();
+  } else if (e->is_string()) {
+    c.external_constants = true;
+    c.external_tag = e->String();
+  } else {
+    e->Fail("must be true, false or a tag string", "", e->Shown());
   }
+}
 
-  // external_constants: true, false, or a tag (every constant goes to "<tag>.ptd").
-  void ExternalConstants(BackendConfig& c) const {
-    if (!j_.contains("external_constants")) return;
-    const auto& e = j_["external_constants"];
-    if (e.is_boolean()) {
-      c.external_constants = e.get<bool>();
-    } else if (e.is_string()) {
-      c.external_constants = true;
-      c.external_tag = e.get<std::string>();
+void ReadEnums(const JsonField& j, BackendConfig& c) {
+  if (auto m = j.Find("dynamic_memory_planning_mode")) {
+    const std::string v = m->is_string() ? m->String() : "";
+    if (v == "UPPER_BOUND") {
+      c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
+    } else if (v == "SYMBOLIC") {
+      c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
     } else {
-      Bad("external_constants", "must be true, false or a tag string", e.dump());
+      m->Fail("must be \"UPPER_BOUND\" or \"SYMBOLIC\"", "", m->Shown());
     }
   }
-
-  void Enums(BackendConfig& c) const {
-    if (j_.contains("dynamic_memory_planning_mode")) {
-      const std::string m = Text("dynamic_memory_planning_mode");
-      if (m == "UPPER_BOUND") {
-        c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kUpperBound;
-      } else if (m == "SYMBOLIC") {
-        c.dynamic_memory_planning_mode = DynamicMemoryPlanningMode::kSymbolic;
-      } else {
-        Bad("dynamic_memory_planning_mode", "must be \"UPPER_BOUND\" or \"SYMBOLIC\"",
-            j_["dynamic_memory_planning_mode"].dump());
-      }
-    }
-    if (j_.contains("flatbuffer_order") && !ParseFlatbufferOrder(Text("flatbuffer_order"), &c.flatbuffer_order)) {
-      Bad("flatbuffer_order", "must be \"flatc\", \"flatc-legacy\", \"python\" or \"python-2026\"",
-          j_["flatbuffer_order"].dump());
+  if (auto o = j.Find("flatbuffer_order")) {
+    if (!o->is_string() || !ParseFlatbufferOrder(o->String(), &c.flatbuffer_order)) {
+      o->Fail("must be \"flatc\", \"flatc-legacy\", \"python\" or \"python-2026\"", "", o->Shown());
     }
   }
+}
 
- private:
-  const nlohmann::json& j_;
-};
+// A config that reads but does not validate: the error names the field
+// (and, in a config file, its offset).
+void Revalidate(const BackendConfig& c, const JsonField& j) {
+  try {
+    c.Validate();
+  } catch (const Error& e) {
+    Finding f = e.finding();
+    const std::string field = f.message.substr(0, f.message.find(':'));
+    if (auto v = j.Find(field)) {
+      if (auto off = v->Offset()) f.offset = off;
+    }
+    f.file = j.file();
+    throw Error(std::move(f));
+  }
+}
 
 }  // namespace
 
-BackendConfig ConfigFromJson(const nlohmann::json& j) {
-  if (!j.is_object()) Bad("config", "must be a JSON object", j.type_name());
-  const ConfigFields f(j);
-  f.RejectUnknown();
+BackendConfig ConfigFromJsonField(const JsonField& j) {
+  j.Object();
+  j.RejectUnknown(kConfigFields);
   BackendConfig c;
-  f.Bool("extract_delegate_segments", &c.extract_delegate_segments);
-  f.U64("segment_alignment", &c.segment_alignment);
-  f.OptionalU64("constant_tensor_alignment", &c.constant_tensor_alignment);
-  f.OptionalU64("delegate_alignment", &c.delegate_alignment);
-  f.ExternalConstants(c);
-  f.Bool("external_mutable_weights", &c.external_mutable_weights);
-  f.Bool("emit_mutable_buffer_names", &c.emit_mutable_buffer_names);
-  f.Bool("emit_stacktrace", &c.emit_stacktrace);
-  if (j.contains("external_tag")) {
-    if (!j["external_tag"].is_string()) Bad("external_tag", "must be a string", j["external_tag"].dump());
-    c.external_tag = j["external_tag"].get<std::string>();
-  }
-  f.U64("ptd_segment_alignment", &c.ptd_segment_alignment);
-  f.Enums(c);
-  f.Bool("inline_constants", &c.inline_constants);
-  f.Bool("legacy_extended_header", &c.legacy_extended_header);
-  c.Validate();
+  ReadBool(j, "extract_delegate_segments", &c.extract_delegate_segments);
+  ReadU64(j, "segment_alignment", &c.segment_alignment);
+  ReadOptionalU64(j, "constant_tensor_alignment", &c.constant_tensor_alignment);
+  ReadOptionalU64(j, "delegate_alignment", &c.delegate_alignment);
+  ReadExternalConstants(j, c);
+  ReadBool(j, "external_mutable_weights", &c.external_mutable_weights);
+  ReadBool(j, "emit_mutable_buffer_names", &c.emit_mutable_buffer_names);
+  ReadBool(j, "emit_stacktrace", &c.emit_stacktrace);
+  if (auto t = j.Find("external_tag")) c.external_tag = t->String();
+  ReadU64(j, "ptd_segment_alignment", &c.ptd_segment_alignment);
+  ReadEnums(j, c);
+  ReadBool(j, "inline_constants", &c.inline_constants);
+  ReadBool(j, "legacy_extended_header", &c.legacy_extended_header);
+  ReadBool(j, "dedup_inline_delegate_data", &c.dedup_inline_delegate_data);
+  Revalidate(c, j);
   return c;
+}
+
+BackendConfig ConfigFromJson(const nlohmann::json& j) {
+  const JsonDocument doc = JsonDocument::OfValue(j, "", "bad-config");
+  return ConfigFromJsonField(doc.root());
+}
+
+BackendConfig LoadConfigFile(const std::string& path) {
+  const JsonDocument doc = JsonDocument::Load(path, "bad-config");
+  return ConfigFromJsonField(doc.root());
 }
 
 std::string BackendConfig::ToJsonString(int indent) const { return ConfigToJson(*this).dump(indent); }
 
 BackendConfig BackendConfig::FromJsonString(const std::string& json) {
-  // Nesting is bounded before parsing, as for config files (256 levels).
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    const char ch = json[i];
-    if (in_string) {
-      if (ch == '\\')
-        ++i;
-      else if (ch == '"')
-        in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '{' || ch == '[') {
-      if (++depth > 256) Bad("config", "nested more than 256 levels deep", "offset " + std::to_string(i));
-    } else if (ch == '}' || ch == ']') {
-      --depth;
-    }
-  }
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error("bad-config", "config: not valid JSON");
-  return ConfigFromJson(j);
+  const JsonDocument doc(json, "config", "bad-config");
+  return ConfigFromJsonField(doc.root());
 }
 
 }  // namespace ptepack

@@ -3,7 +3,7 @@
 # ../shared/oracles), raw copies (cp, copy_file_range) and xxhsum, side by side
 # in one run; prints one table of ratios. Not part of the test run.
 #
-#   scripts/bench.sh [--quick] [--repeat N] [--only meta,const,copy,methods,tensors,ptd]
+#   scripts/bench.sh [--quick] [--repeat N] [--only meta,const,copy,methods,tensors,ptd,plan,replan]
 #
 # --quick (< 3 min): smaller constants (2,000 x 16 KiB, 128 MiB to copy) and a
 # 100,000-key .ptd. The full run (2,000 x 256 KiB, 1 GiB, 300,000 keys) needs
@@ -15,6 +15,6 @@ BUILD=${BENCH_BUILD:-build-bench}
 LAUNCHER=()
 command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_TESTS=OFF "${LAUNCHER[@]}" >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target ptepack ptepack_micro_bench >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target ptepack ptepack_micro_bench ptepack_plan_bench ptepack_replan_bench >/dev/null
 export PTEPACK_BENCH_DIR=${BENCH_DIR:-/tmp/ptepack-bench}
 exec python3 bench/run_bench.py --build "$BUILD" --work "$PTEPACK_BENCH_DIR" "$@"

@@ -95,4 +95,15 @@ for cxx in g++ clang++; do
   "$cxx" -std=c++17 -Wall -Wextra -Werror examples/consumer/emit_model.cpp -o "$WORK/emit_model-pc-$cxx" $flags
   run_and_verify "$WORK/emit_model-pc-$cxx" "pkg-config-$cxx"
 done
+# The build tree itself, through pkg-config (ptepack-uninstalled.pc): the
+# static library with its dependencies, no install needed.
+BUILD_ABS=$(cd "$BUILD" && pwd)
+flags=$(PKG_CONFIG_PATH="$BUILD_ABS" pkg-config --cflags --libs ptepack)
+case "$flags" in
+  *"-L$BUILD_ABS"*) ;;
+  *) echo "check-install: pkg-config did not use $BUILD_ABS/ptepack-uninstalled.pc ($flags)" >&2; exit 1 ;;
+esac
+# shellcheck disable=SC2086
+g++ -std=c++17 -Wall -Wextra -Werror examples/consumer/emit_model.cpp -o "$WORK/emit_model-build-tree" $flags
+run_and_verify "$WORK/emit_model-build-tree" "build-tree"
 echo "check-install: OK"

@@ -26,16 +26,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Top to bottom. A folder may include only folders listed after it (or itself),
 # except its siblings: folders on the same line are siblings.
 LAYERS = [
-    ["tools", "bench", "python"],
+    ["tools", "bench", "python", "web"],
     ["serialize/api"],
     ["serialize/bundle", "serialize/insight", "serialize/bpte"],
     ["serialize/write"],
     ["serialize/read"],
     ["serialize/model"],
     ["serialize/format"],
-    ["serialize/io"],
     ["layout"],
     ["config"],
+    ["serialize/io"],
     ["include/ptepack"],
 ]
 # Where generated headers come from (their schema's folder).

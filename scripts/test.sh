@@ -29,6 +29,10 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 
+# The browser viewer (web/, issue 26): built with Emscripten and tested in headless Chromium
+# against the sanitized CLI. Skipped, saying so, without Chromium or npm.
+./scripts/test-web.sh build-asan/ptepack
+
 # The Python module (a plain Release build: a sanitized extension would need
 # the sanitizer runtime preloaded into python) and its pytest suite, which
 # compares it with the CLI. Skipped, saying so, without pybind11 or pytest.

@@ -376,7 +376,8 @@ TEST(BpteCli, BuildRejectsBadTestsWithALocatedError) {
       << R"({"method_test_suites": [{"method_name": "forward", "test_cases": [{"inputs": [{"tensor": {"dtype": "NOPE", "sizes": [1], "data": "x.bin"}}], "expected_outputs": []}]}]})";
   auto r = RunCli({"bpte", "build", dir + "/p.pte", dir + "/tests.json", "-o", dir + "/o.bpte"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("method_test_suites[0].test_cases[0].inputs[0]: unknown dtype \"NOPE\""), std::string::npos)
+  EXPECT_NE(r.err.find("method_test_suites[0].test_cases[0].inputs[0].tensor.dtype: unknown dtype \"NOPE\""),
+            std::string::npos)
       << r.err;
   // Valid JSON, but the case does not fit the method: nothing is written.
   std::vector<uint8_t> four(16, 0);

@@ -511,6 +511,9 @@ TEST(CliEdges, Item09QuietMeansNothingOnSuccess) {
       {"pack", {"pack", Testdata("pack/config.json"), Testdata("pack/add_spec.json"), "-o", d + "/p.pte"}},
       {"extract", {"extract", add, "-o", d + "/x"}},
       {"map", {"map", add, "-o", d + "/m.svg"}},
+      {"map", {"map", "--memory", add, "-o", d + "/mm.svg"}},
+      {"plan", {"plan", add}},
+      {"plan", {"plan", add, "-o", d + "/pl.pte"}},
       {"graph", {"graph", add, "-o", d + "/g.dot"}},
       {"bundle create", {"bundle", "create", add, "-o", d + "/b.ptebundle"}},
       {"bundle extract", {"bundle", "extract", d + "/b.ptebundle", "-o", d + "/bx"}},
@@ -648,9 +651,17 @@ TEST(CliEdges, Item12TablesCountsAndSilence) {
   RunResult r = RunCli({"size", d + "/long.pte"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string table = r.out.substr(r.out.find("runtime memory"));
-  std::vector<std::string> lines;
+  // The table's rows; under each method and the total, its plan against the lower bound (one
+  // tensor of 16 bytes per method, alive throughout: the bound is the size).
+  std::vector<std::string> lines, plan_lines;
   std::istringstream in(table);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::string line; std::getline(in, line);) {
+    (line.rfind("    planned ", 0) == 0 ? plan_lines : lines).push_back(line);
+  }
+  EXPECT_EQ(plan_lines, (std::vector<std::string>{"    planned 16 B, lower bound 16 B (0.0 % above)",
+                                                  "    planned 16 B, lower bound 16 B (0.0 % above)",
+                                                  "    planned 32 B, lower bound 32 B (0.0 % above)"}))
+      << table;
   ASSERT_EQ(lines.size(), 5u) << table;  // title, header, 2 methods, (all methods)
   for (size_t i = 2; i < lines.size(); ++i) EXPECT_EQ(lines[i].size(), lines[1].size()) << table;
   EXPECT_TRUE(Contains(table, "\n  " + long_name + " ")) << table;
@@ -946,10 +957,13 @@ TEST(CliEdges, EveryCommandOnInputsItCannotUse) {
       {"diff", {"diff", "@", add}, Slot::kProgram, true, false},
       {"diff", {"diff", add, "@"}, Slot::kProgram, true, false},
       {"map", {"map", "@", "-o", d + "/m.svg"}, Slot::kProgram, false, false},
+      {"map", {"map", "--memory", "@", "-o", d + "/mm.svg"}, Slot::kProgram, false, false},
+      {"plan", {"plan", "@"}, Slot::kProgram, true, false},
+      {"plan", {"plan", "@", "-o", d + "/pl.pte"}, Slot::kProgram, true, false},
       {"graph", {"graph", "@"}, Slot::kProgram, false, false},
       {"repack", {"repack", "@", "-o", d + "/r.pte"}, Slot::kProgram, true, false},
       {"split", {"split", "@", "--external-constants", "w", "-o", d + "/s.pte"}, Slot::kProgram, true, false},
-      {"extract", {"extract", "@", "-o", d + "/x"}, Slot::kProgram, false, false},
+      {"extract", {"extract", "@", "-o", d + "/x"}, Slot::kProgram, true, false},
       {"pack", {"pack", "@", spec, "-o", d + "/p.pte"}, Slot::kJson, true, false},
       {"pack", {"pack", config, "@", "-o", d + "/p.pte"}, Slot::kJson, true, false},
       {"bundle create", {"bundle", "create", "@", "-o", d + "/b.ptebundle"}, Slot::kProgram, false, false},

@@ -338,5 +338,62 @@ TEST(Diff, BadInputsExit2) {
   EXPECT_NE(r.err.find("bundled_program.bpte"), std::string::npos) << r.err;
 }
 
+// The memory plan alone (what `ptepack plan -o` changes): planned tensors at other offsets of
+// the same buffers, and planned buffers of other sizes, are "memory plan only" (exit 0); a
+// tensor moved to another buffer (memory_id) is a change of content.
+TEST(Diff, TheMemoryPlanAloneIsMemoryPlanOnly) {
+  const std::string dir = testing::TempDir("diff_plan");
+  // x input [0, 0], t [0, 1], y output [1, 1]: y may share x's bytes.
+  auto make = [](uint64_t y_offset, uint32_t y_buffer, int64_t size) {
+    ProgramBuilder b;
+    auto& m = b.AddMethod("forward");
+    uint32_t x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
+    uint32_t t = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 16}});
+    uint32_t y = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{y_buffer, y_offset}});
+    m.KernelCall(m.Operator("aten::exp", "out"), {int(x), int(t), int(t)});
+    m.KernelCall(m.Operator("aten::neg", "out"), {int(t), int(y), int(y)});
+    m.Inputs({int(x)});
+    m.Outputs({int(y)});
+    m.PlannedBufferSizes(y_buffer == 1 ? std::vector<int64_t>{0, size} : std::vector<int64_t>{0, size, 16});
+    return b.Build();
+  };
+  WritePackage(make(32, 1, 48), BackendConfig{}, dir + "/a.pte");
+  WritePackage(make(0, 1, 48), BackendConfig{}, dir + "/moved.pte");    // y over x: offsets only
+  WritePackage(make(32, 1, 64), BackendConfig{}, dir + "/larger.pte");  // the buffer size only
+  WritePackage(make(0, 1, 32), BackendConfig{}, dir + "/replanned.pte");
+  WritePackage(make(0, 2, 32), BackendConfig{}, dir + "/buffer2.pte");  // y in another buffer
+  int code = -1;
+  for (const char* b : {"moved", "larger", "replanned"}) {
+    auto d = DiffCli({dir + "/a.pte", dir + "/" + b + ".pte"}, &code);
+    EXPECT_EQ(code, 0) << b;
+    EXPECT_EQ(d["verdict"], "memory plan only") << b << ": " << d["changes"].dump(1);
+    EXPECT_EQ(d["content_changes"], 0) << b;
+    EXPECT_GT(d["plan_changes"].get<size_t>(), 0u) << b;
+    for (const auto& c : d["changes"]) {
+      if (!c["layout"].get<bool>()) {
+        EXPECT_TRUE(c["plan"].get<bool>()) << b << ": " << c.dump();
+      }
+    }
+  }
+  auto moved = DiffCli({dir + "/a.pte", dir + "/moved.pte"}, &code);
+  const auto* c = FindChange(moved, "memory", "forward planned tensor offsets");
+  ASSERT_NE(c, nullptr) << moved["changes"].dump(1);
+  EXPECT_EQ((*c)["a"], "1 of 3 planned tensors moved (first: values[2] at 32 -> 0 in buffer 1)");
+  auto larger = DiffCli({dir + "/a.pte", dir + "/larger.pte"}, &code);
+  c = FindChange(larger, "memory", "forward planned buffers");
+  ASSERT_NE(c, nullptr) << larger["changes"].dump(1);
+  EXPECT_EQ((*c)["a"], "[0, 48]");
+  EXPECT_EQ((*c)["b"], "[0, 64]");
+  auto text = RunCli({"diff", dir + "/a.pte", dir + "/replanned.pte"});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("memory plan only: the same content"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("memory (memory plan only):"), std::string::npos) << text.out;
+  auto other = DiffCli({dir + "/a.pte", dir + "/buffer2.pte"}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(other["verdict"], "different") << other["changes"].dump(1);
+  using C = std::tuple<std::string, std::string, std::string>;
+  EXPECT_EQ(ContentChanges(other).count(C{"method", "forward", "changed"}), 1u) << other["changes"].dump(1);
+}
+
 }  // namespace
 }  // namespace ptepack

@@ -597,6 +597,162 @@ TEST(HostilePteIndex, ConstantSegmentIndex) {
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, f->program()->constant_segment())));
 }
 
+// ---------------------------------------------------------------- memory plan
+// docs/memory-plan.md has the rules. arduino_add.pte: values[1] (input, 12
+// bytes at 16) and values[2] (output, 12 bytes at 0) of a 32-byte buffer 1.
+
+// With PTEPACK_PLAN_SEEDS=DIR set, these cases also write their input there:
+// tests/fuzz/seeds/plan_*.pte were written that way.
+void MaybeSeed(const std::string& name, const Buf& b) {
+  if (const char* dir = std::getenv("PTEPACK_PLAN_SEEDS")) testing::WriteFile(std::string(dir) + "/" + name, b);
+}
+
+fb::Table& TensorOf(fb::Table& program, size_t value, size_t plan = 0) {
+  return *F(Elem(F(Plan(program, plan), "values"), value), "val").table();
+}
+fb::Table& AllocationOf(fb::Table& program, size_t value, size_t plan = 0) {
+  return *F(TensorOf(program, value, plan), "allocation_info").table();
+}
+const efb::AllocationDetails* TypedAllocation(const PteFile& f, size_t value, size_t plan = 0) {
+  return f.program()
+      ->execution_plan()
+      ->Get(static_cast<flatbuffers::uoffset_t>(plan))
+      ->values()
+      ->Get(static_cast<flatbuffers::uoffset_t>(value))
+      ->val_as_Tensor()
+      ->allocation_info();
+}
+
+TEST(HostilePtePlan, PlannedTensorPastItsBuffer) {
+  Buf b =
+      EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(AllocationOf(p, 2), "memory_offset_low") = UInt(24); });
+  MaybeSeed("plan_past_buffer.pte", b);
+  auto f = ReadPte(b);
+  EXPECT_TRUE(FirstError(f->report(), "planned-tensor-out-of-range", Off(*f, TypedAllocation(*f, 2))));
+}
+
+TEST(HostilePtePlan, OffsetPast2To63) {
+  Buf b = EditPte(Fixture("arduino_add.pte"),
+                  [](fb::Table& p) { F(AllocationOf(p, 2), "memory_offset_high") = UInt(0x80000000u); });
+  MaybeSeed("plan_offset_2e63.pte", b);
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "planned-tensor-out-of-range", Off(*f, TypedAllocation(*f, 2))));
+  EXPECT_EQ(f->report().findings()[0].found, "9223372036854775808 + 12");
+}
+
+TEST(HostilePtePlan, ReservedBufferId) {
+  Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(AllocationOf(p, 2), "memory_id") = UInt(0); });
+  MaybeSeed("plan_reserved_buffer.pte", b);
+  auto f = ReadPte(b);
+  EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, TypedAllocation(*f, 2))));
+}
+
+TEST(HostilePtePlan, OutputOverItsInput) {
+  // The output moved onto the input's bytes: both live at instruction 0.
+  Buf b =
+      EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(AllocationOf(p, 2), "memory_offset_low") = UInt(16); });
+  MaybeSeed("plan_output_over_input.pte", b);
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "plan-overlap", Off(*f, TypedAllocation(*f, 2))));
+  EXPECT_EQ(f->report().findings()[0].found, "both live at instruction 0");
+}
+
+TEST(HostilePtePlan, LoopWithNoExit) {
+  // The kernel replaced by a jump to itself on the output tensor, which
+  // nothing in the loop writes: once taken, it is taken forever.
+  Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) {
+    fb::Table& j = ReplaceFirstInstr(p, efb::InstructionArguments::JumpFalseCall, "JumpFalseCall");
+    F(j, "cond_value_index") = Int(2);
+    F(j, "destination_instruction") = Int(0);
+  });
+  MaybeSeed("plan_loop_no_exit.pte", b);
+  auto f = ReadPte(b);
+  EXPECT_TRUE(
+      FirstError(f->report(), "plan-loop-no-exit", Off(*f, FirstTypedInstr(*f)->instr_args_as_JumpFalseCall())));
+}
+
+TEST(HostilePtePlan, MoveCallCycle) {
+  // After the kernel: MoveCall(1 -> 2), MoveCall(2 -> 1).
+  Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) {
+    fb::Table& chain = Elem(F(Plan(p), "chains"), 0);
+    auto& list = F(chain, "instructions").mutable_elems();
+    for (auto [from, to] : {std::pair<int, int>{1, 2}, std::pair<int, int>{2, 1}}) {
+      auto ins = fb::Clone(*list.at(0).table());
+      F(*ins, "instr_args_type") =
+          fb::UIntValue(reflection::UType, static_cast<uint8_t>(efb::InstructionArguments::MoveCall));
+      auto args = prog::New("MoveCall");
+      F(*args, "move_from") = Int(from);
+      F(*args, "move_to") = Int(to);
+      F(*ins, "instr_args") = fb::TableValue(args);
+      list.push_back(fb::TableValue(ins));
+    }
+  });
+  MaybeSeed("plan_move_cycle.pte", b);
+  auto f = ReadPte(b);
+  const auto* second = f->program()->execution_plan()->Get(0)->chains()->Get(0)->instructions()->Get(2);
+  EXPECT_TRUE(FirstError(f->report(), "plan-move-cycle", Off(*f, second->instr_args_as_MoveCall())));
+}
+
+// keyword_spotting.pte: instruction 13 writes values[257] (CHAR[1, 64, 1, 1],
+// 64 bytes at 8256) and instruction 14 reads it through its static view
+// values[271] (CHAR[1, 64], same bytes); instruction 11 writes values[237]
+// (8000 bytes at 8000), instruction 12 reads it and writes values[244]
+// (8000 bytes at 0).
+TEST(HostilePtePlan, ViewMovedOffItsBase) {
+  Buf b = EditPte(Fixture("keyword_spotting.pte"),
+                  [](fb::Table& p) { F(AllocationOf(p, 271), "memory_offset_low") = UInt(8320); });
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "plan-read-before-write", Off(*f, TypedAllocation(*f, 271))));
+  EXPECT_NE(f->report().findings()[0].message.find("a view moved off its base"), std::string::npos);
+}
+
+TEST(HostilePtePlan, TensorWrittenOverOneStillRead) {
+  Buf b = EditPte(Fixture("keyword_spotting.pte"),
+                  [](fb::Table& p) { F(AllocationOf(p, 244), "memory_offset_low") = UInt(8000); });
+  auto f = ReadPte(b);
+  ASSERT_TRUE(FirstError(f->report(), "plan-overlap", Off(*f, TypedAllocation(*f, 244))));
+  EXPECT_EQ(f->report().findings()[0].found, "both live at instruction 12");
+}
+
+// `ptepack plan` on every bad plan above (tests/fuzz/seeds/plan_*.pte hold the same inputs;
+// the keyword_spotting cases are rebuilt here): with -o, exit 2, the finding verify reports
+// first (code and offset) on stderr, nothing written; without -o, the report of a plan that
+// only the plan checks reject is shown (exit 0), a file with other errors is refused (exit 2).
+TEST(HostilePtePlan, PlanCommandRefusesWhereVerifyLocates) {
+  const std::string dir = testing::TempDir("hostile_plan_cmd");
+  const std::string seeds = std::string(PTEPACK_SOURCE_DIR) + "/tests/fuzz/seeds/";
+  std::vector<std::pair<std::string, Buf>> inputs;
+  for (const char* name : {"plan_past_buffer.pte", "plan_offset_2e63.pte", "plan_reserved_buffer.pte",
+                           "plan_output_over_input.pte", "plan_loop_no_exit.pte", "plan_move_cycle.pte"}) {
+    inputs.emplace_back(name, testing::ReadFile(seeds + name));
+  }
+  inputs.emplace_back("view_moved.pte", EditPte(Fixture("keyword_spotting.pte"), [](fb::Table& p) {
+                        F(AllocationOf(p, 271), "memory_offset_low") = UInt(8320);
+                      }));
+  inputs.emplace_back("written_over.pte", EditPte(Fixture("keyword_spotting.pte"), [](fb::Table& p) {
+                        F(AllocationOf(p, 244), "memory_offset_low") = UInt(8000);
+                      }));
+  for (const auto& [name, bytes] : inputs) {
+    const std::string in = dir + "/" + name, out = dir + "/out_" + name;
+    testing::WriteFile(in, bytes);
+    auto f = PteFile::Open(in);
+    ASSERT_FALSE(f->ok()) << name;
+    const Finding& first = f->report().findings().at(0);
+    ASSERT_TRUE(first.offset.has_value()) << name;
+    CliResult r = RunCli("plan " + in + " -o " + out, dir);
+    EXPECT_EQ(r.status, 2) << name;
+    EXPECT_NE(r.err.find("error at offset " + std::to_string(*first.offset) + " "), std::string::npos)
+        << name << ": " << r.err;
+    EXPECT_NE(r.err.find("[" + first.code + "]"), std::string::npos) << name << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << name;
+    const bool plan_only = first.code.rfind("plan-", 0) == 0;
+    CliResult report = RunCli("plan " + in, dir);
+    EXPECT_EQ(report.status, plan_only ? 0 : 2) << name << ": " << report.err;
+    std::printf("DUMP plan | %s | %s | %llu | -o: exit %d; report: exit %d\n", name.c_str(), first.code.c_str(),
+                static_cast<unsigned long long>(*first.offset), r.status, report.status);
+  }
+}
+
 // arduino_add.pte with two named blobs in segments of its own.
 Buf WithNamedData(const std::string& second_key) {
   auto pte = ReadPte(Fixture("arduino_add.pte"));
@@ -1045,6 +1201,24 @@ TEST(FuzzRegressions, ReplayAll) {
     ++n;
   }
   EXPECT_GE(n, 5u);
+}
+
+// The fuzz seeds and the real files through what the fuzz targets do (re-plans included,
+// tests/fuzz/pipeline.h CheckReplan): the plan seeds hold loops, cond MoveCalls, et_view,
+// delegates with planned outputs, state shared by methods and static views.
+TEST(FuzzRegressions, SeedsAndFixturesPassThePipeline) {
+  size_t n = 0;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PTEPACK_SOURCE_DIR) + "/tests/fuzz/seeds")) {
+    if (e.path().extension() == ".pte") files.push_back(e.path().string());
+  }
+  for (const auto& name : testing::PteFixtures()) files.push_back(testing::FixturePath(name));
+  for (const std::string& path : files) {
+    Buf b = testing::ReadFile(path);
+    EXPECT_EQ(fuzz::CheckPteBytes(b.data(), b.size()), "") << path;
+    ++n;
+  }
+  EXPECT_GE(n, 20u);
 }
 
 TEST(FuzzRegressions, ExpectedFindings) {

@@ -230,6 +230,52 @@ TEST(CliChecksum, VerifyWritesAndChecksManifests) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// Issue 24 item 22: manifests name files by base name; a renamed copy is
+// found by its content (the entry whose program region has the same size
+// and checksum) and verifies. A renamed copy whose segment changed is
+// matched all the same and the change named; another program is not in the
+// manifest.
+TEST(CliChecksum, RenamedCopyVerifiesAgainstTheManifest) {
+  const std::string dir = TempDir("integrity_renamed");
+  const std::string pte = CopyFixture("conv2d_quantized.pte", dir);
+  const std::string m = dir + "/m.json";
+  RunResult r = RunCli({"verify", pte, "--write-manifest", m});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string copy = dir + "/model-v2.pte";
+  std::filesystem::copy_file(pte, copy);
+  r = RunCli({"verify", copy, "--manifest", m});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("all checksums match"), std::string::npos) << r.out;
+  r = RunCli({"checksum", copy, "--manifest", m, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(json::parse(r.out)["valid"].get<bool>());
+
+  FlipByte(copy, 2432 + 100);  // constant data: segments[0]
+  r = RunCli({"verify", copy, "--manifest", m, "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  json j = json::parse(r.out);
+  size_t mismatches = 0;
+  for (const auto& f : j["findings"]) {
+    if (f["code"] != "checksum-mismatch") continue;
+    ++mismatches;
+    EXPECT_NE(f["message"].get<std::string>().find("segments[0]"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(mismatches, 1u) << r.out;
+
+  const std::string other = dir + "/other.pte";
+  std::filesystem::copy_file(FixturePath("add.pte"), other);
+  r = RunCli({"verify", other, "--manifest", m, "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  j = json::parse(r.out);
+  bool not_in = false;
+  for (const auto& f : j["findings"]) not_in = not_in || f["code"] == "not-in-manifest";
+  EXPECT_TRUE(not_in) << r.out;
+  // The original beside its renamed copy: the entry is the original's; the
+  // copy has none left.
+  r = RunCli({"checksum", pte, dir + "/model-v2.pte", "--manifest", m, "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+}
+
 // A program with a few MiB of constants, so bundles stream several blocks.
 std::string MakeProgram(const std::string& dir) {
   std::vector<uint8_t> data(5 * 1024 * 1024);

@@ -10,7 +10,11 @@
 #include <set>
 #include <sstream>
 
+#include "ptepack/program_builder.h"
+#include "serialize/insight/plan.h"
+#include "serialize/read/plan_lifetimes.h"
 #include "serialize/read/pte_reader.h"
+#include "serialize/write/pte_writer.h"
 #include "test_util.h"
 
 namespace ptepack {
@@ -145,6 +149,180 @@ TEST(Map, HtmlRendersInHeadlessChromium) {
   for (const char* label : {"segment 1: delegate QnnBackend", "header", "flatbuffer", "1331456 bytes"}) {
     EXPECT_NE(dom.find(label), std::string::npos) << label << " not in the DOM";
   }
+}
+
+// ---- `map --memory`: the memory plan.
+
+struct Box {
+  uint32_t value = 0, first = 0, last = 0;
+  uint64_t offset = 0, size = 0;
+  bool overlap = false;
+  std::string kind;
+};
+
+struct MemoryPicture {
+  std::vector<Box> boxes;
+  std::vector<uint64_t> lower_bounds;
+  std::vector<uint32_t> peaks;
+};
+
+// The boxes, lower-bound lines and peak columns as xml.dom.minidom reads them.
+MemoryPicture ParseMemory(const std::string& svg, std::string* error) {
+  const char* script =
+      "import sys, xml.dom.minidom as m\n"
+      "d = m.parse(sys.argv[1])\n"
+      "assert d.documentElement.tagName == 'svg'\n"
+      "for r in d.getElementsByTagName('rect'):\n"
+      "    c = r.getAttribute('class')\n"
+      "    if c == 'tensor':\n"
+      "        print('box', r.getAttribute('data-value'), r.getAttribute('data-offset'), r.getAttribute('data-size'),\n"
+      "              r.getAttribute('data-first'), r.getAttribute('data-last'), r.getAttribute('data-overlap') or "
+      "'0',\n"
+      "              r.getAttribute('data-kind').replace(' ', '_'))\n"
+      "    if c == 'peak': print('peak', r.getAttribute('data-instruction'))\n"
+      "for l in d.getElementsByTagName('line'):\n"
+      "    if l.getAttribute('class') == 'lower-bound': print('lb', l.getAttribute('data-bytes'))\n";
+  int rc = -1;
+  std::string out = Capture("python3 -c " + ShellQuote(script) + " " + ShellQuote(svg) + " 2>&1", &rc);
+  MemoryPicture p;
+  if (rc != 0) {
+    *error = out;
+    return p;
+  }
+  std::istringstream in(out);
+  std::string tag;
+  while (in >> tag) {
+    if (tag == "box") {
+      Box b;
+      int overlap = 0;
+      in >> b.value >> b.offset >> b.size >> b.first >> b.last >> overlap >> b.kind;
+      b.overlap = overlap != 0;
+      p.boxes.push_back(b);
+    } else if (tag == "peak") {
+      uint32_t i = 0;
+      in >> i;
+      p.peaks.push_back(i);
+    } else if (tag == "lb") {
+      uint64_t v = 0;
+      in >> v;
+      p.lower_bounds.push_back(v);
+    }
+  }
+  return p;
+}
+
+uint64_t OffsetOf(const executorch_flatbuffer::Tensor& t) {
+  return (uint64_t{t.allocation_info()->memory_offset_high()} << 32) | t.allocation_info()->memory_offset_low();
+}
+
+// Every box is a planned tensor at the offset the file gives it (ExecuTorch's planner wrote
+// them), one per run of instructions where its bytes hold needed data; one lower-bound line and
+// one peak column per buffer, at the plan report's numbers; nothing red in a file verify accepts.
+TEST(MapMemory, BoxesAreTheFilesOffsets) {
+  if (!Have("python3")) GTEST_SKIP() << "python3 not installed: the SVG is not parsed";
+  const std::string dir = testing::TempDir("map_memory");
+  for (const char* name : {"xor.pte", "keyword_spotting.pte", "conv2d_quantized.pte"}) {
+    const std::string svg = dir + "/" + name + ".svg";
+    auto run = testing::RunCli({"map", "--memory", FixturePath(name), "-o", svg});
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
+    std::string error;
+    const MemoryPicture pic = ParseMemory(svg, &error);
+    ASSERT_TRUE(error.empty()) << name << ": " << error;
+    auto pte = PteFile::Open(FixturePath(name));
+    const auto* plan = pte->program()->execution_plan()->Get(0);
+    const ProgramLifetimes lt = DeriveLifetimes(*pte->program());
+    size_t runs = 0;
+    for (const PlanStorage& s : lt.methods[0].storages) runs += s.nbytes > 0 ? s.live.size() : 0;
+    EXPECT_EQ(pic.boxes.size(), runs) << name;
+    for (const Box& b : pic.boxes) {
+      const auto* t = plan->values()->Get(b.value)->val_as_Tensor();
+      ASSERT_NE(t, nullptr) << name << " values[" << b.value << "]";
+      ASSERT_NE(t->allocation_info(), nullptr) << name << " values[" << b.value << "]";
+      EXPECT_EQ(b.offset, OffsetOf(*t)) << name << " values[" << b.value << "]";
+      EXPECT_GE(b.size, *TensorNbytes(*t)) << name << " values[" << b.value << "]";
+      EXPECT_LE(b.first, b.last);
+      EXPECT_LT(b.last, lt.methods[0].instruction_count);
+      EXPECT_FALSE(b.overlap) << name << " values[" << b.value << "]";
+    }
+    PlanReportOptions o;
+    o.run_planners = false;
+    const PlanReport r = AnalyzePlan(*pte, o);
+    ASSERT_EQ(pic.lower_bounds.size(), 1u) << name;
+    EXPECT_EQ(pic.lower_bounds[0], r.methods[0].buffers[0].lower_bound) << name;
+    ASSERT_EQ(pic.peaks.size(), 1u) << name;
+    EXPECT_EQ(pic.peaks[0], *r.methods[0].buffers[0].peak_instruction) << name;
+  }
+}
+
+// r = relu(P) at 0, s = exp(r) at 1 with s over r's bytes while both are live at 1
+// (plan-overlap): the two boxes are red, the others are not.
+std::string OverlapProgram(const std::string& dir) {
+  ProgramBuilder b;
+  auto& m = b.AddMethod("forward");
+  const uint32_t p = m.Tensor({ScalarType::kFloat, {16}, PlannedLocation{1, 0}});
+  const uint32_t r = m.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 64}});
+  const uint32_t s = m.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 80}});
+  const uint32_t q = m.Tensor({ScalarType::kFloat, {16}, PlannedLocation{1, 112}});
+  m.KernelCall(m.Operator("aten::relu", "out"), {int(p), int(r), int(r)});
+  m.KernelCall(m.Operator("aten::exp", "out"), {int(r), int(s), int(s)});
+  m.KernelCall(m.Operator("aten::neg", "out"), {int(s), int(q), int(q)});
+  m.Inputs({int(p)});
+  m.Outputs({int(q)});
+  m.PlannedBufferSizes({0, 176});
+  const std::string path = dir + "/overlap.pte";
+  testing::WriteFile(path, RenderPte(LayoutPte(b.Build(), BackendConfig{})));
+  return path;
+}
+
+TEST(MapMemory, OverlapsAreRed) {
+  if (!Have("python3")) GTEST_SKIP() << "python3 not installed: the SVG is not parsed";
+  const std::string dir = testing::TempDir("map_memory_overlap");
+  const std::string in = OverlapProgram(dir);
+  ASSERT_EQ(testing::RunCli({"map", "--memory", in, "-o", dir + "/o.svg"}).exit_code, 0);
+  std::string error;
+  const MemoryPicture pic = ParseMemory(dir + "/o.svg", &error);
+  ASSERT_TRUE(error.empty()) << error;
+  ASSERT_EQ(pic.boxes.size(), 4u);
+  for (const Box& b : pic.boxes) EXPECT_EQ(b.overlap, b.value == 1 || b.value == 2) << "values[" << b.value << "]";
+  EXPECT_EQ(testing::RunCli({"map", "--memory", FixturePath("xor.ptd"), "-o", dir + "/x.svg"}).exit_code, 2);
+  EXPECT_EQ(testing::RunCli({"map", "--memory", in, "--log", "-o", dir + "/x.svg"}).exit_code, 2);
+}
+
+TEST(MapMemory, HtmlRendersInHeadlessChromium) {
+  if (!Have("chromium")) GTEST_SKIP() << "chromium not installed (Debian package `chromium`): rendering not checked";
+  if (!Have("python3")) GTEST_SKIP() << "python3 not installed: the screenshot is not read";
+  const std::string dir = testing::TempDir("map_memory_chromium");
+  const std::string chromium = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" +
+                               ShellQuote(dir + "/profile") + " --window-size=1200,420 ";
+  const std::string stats_py = ShellQuote(std::string(PTEPACK_SOURCE_DIR) + "/tests/tools/png_stats.py");
+  int rc = -1;
+  // xor.pte: temporaries (#59a14f) and state (#b07aa1) fill much of the 1030 x 260 plot; red
+  // (#d62728) only in the legend.
+  const std::string html = dir + "/xor.html", png = dir + "/xor.png";
+  ASSERT_EQ(testing::RunCli({"map", "--memory", FixturePath("xor.pte"), "-o", html}).exit_code, 0);
+  Capture(chromium + "--screenshot=" + ShellQuote(png) + " " + ShellQuote("file://" + html) + " 2>&1", &rc);
+  ASSERT_TRUE(std::filesystem::exists(png)) << "chromium wrote no screenshot";
+  std::string stats = Capture("python3 " + stats_py + " " + ShellQuote(png) + " '#59a14f' '#b07aa1' '#d62728'", &rc);
+  ASSERT_EQ(rc, 0) << stats;
+  std::istringstream in(stats);
+  uint64_t w = 0, h = 0, non_white = 0, temporary = 0, state = 0, red = 0;
+  in >> w >> h >> non_white >> temporary >> state >> red;
+  EXPECT_EQ(w, 1200u);
+  EXPECT_GT(temporary, 40000u) << stats;
+  EXPECT_GT(state, 40000u) << stats;
+  EXPECT_EQ(red, 144u) << stats;  // the legend's 12 x 12 swatch only
+  std::string dom = Capture(chromium + "--dump-dom " + ShellQuote("file://" + html) + " 2>/dev/null", &rc);
+  for (const char* label : {"lower bound 560", "planned 624", "aten::where.self_out", "net.linear.weight"}) {
+    EXPECT_NE(dom.find(label), std::string::npos) << label << " not in the DOM";
+  }
+  // The overlapping pair is red: r and s, 32 bytes each of 176, over instructions 0..1 and 1..2.
+  const std::string ohtml = dir + "/overlap.html", opng = dir + "/overlap.png";
+  ASSERT_EQ(testing::RunCli({"map", "--memory", OverlapProgram(dir), "-o", ohtml}).exit_code, 0);
+  Capture(chromium + "--screenshot=" + ShellQuote(opng) + " " + ShellQuote("file://" + ohtml) + " 2>&1", &rc);
+  stats = Capture("python3 " + stats_py + " " + ShellQuote(opng) + " '#d62728'", &rc);
+  std::istringstream oin(stats);
+  oin >> w >> h >> non_white >> red;
+  EXPECT_GT(red, 2000u) << stats;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // CLI prints.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "ptepack/ptepack.h"
@@ -130,6 +132,56 @@ TEST(PublicApi, ConfigJsonStringRoundTripsAndNamesBadFields) {
   }
   EXPECT_THROW(BackendConfig::FromJsonString("{"), Error);
   EXPECT_THROW(BackendConfig::FromJsonString(std::string(300, '[') + std::string(300, ']')), Error);
+}
+
+}  // namespace
+}  // namespace ptepack
+
+namespace ptepack {
+namespace {
+
+// Issue 24 item 19: ProgramBuilder hands out and takes one index type, so
+// `auto x = m.Tensor(...)` goes into `m.Inputs({x})` and the instruction
+// argument lists with no narrowing: clang++ refused it (error) and g++
+// warned (-Wnarrowing) while the builder returned uint32_t and took int32_t.
+// Each installed compiler checks a snippet against include/ with -Werror.
+TEST(PublicApi, BuilderIndicesNeedNoConversion) {
+  const std::string dir = testing::TempDir("builder_indices");
+  const std::string src = dir + "/auto_indices.cpp";
+  std::ofstream(src) << R"(#include <ptepack/program_builder.h>
+void Build() {
+  ptepack::ProgramBuilder b;
+  auto& m = b.AddMethod("forward");
+  auto x = m.Tensor({ptepack::ScalarType::kFloat, {4}, ptepack::PlannedLocation{1, 0}});
+  auto w = m.ConstantTensor({ptepack::ScalarType::kFloat, {4}}, ptepack::Bytes{}, "w");
+  auto y = m.Tensor({ptepack::ScalarType::kFloat, {4}, ptepack::PlannedLocation{1, 16}});
+  auto one = m.Int(1);
+  auto list = m.TensorList({x, w});
+  auto op = m.Operator("aten::add", "out");
+  m.KernelCall(op, {x, w, one, y, list});
+  auto d = m.Delegate("Backend", ptepack::Bytes{});
+  m.DelegateCall(d, {y, y});
+  m.Move(x, y);
+  m.JumpFalse(one, 0);
+  m.Free(y);
+  m.Inputs({x});
+  m.Outputs({y});
+  m.OptionalTensorList({x, -1});
+}
+)";
+  int compilers = 0;
+  for (const char* cxx : {"g++", "clang++"}) {
+    if (std::system((std::string("command -v ") + cxx + " >/dev/null 2>&1").c_str()) != 0) continue;
+    ++compilers;
+    const std::string log = dir + "/" + cxx + ".log";
+    const std::string cmd = std::string(cxx) + " -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I" +
+                            testing::ShellQuote(std::string(PTEPACK_SOURCE_DIR) + "/include") + " " +
+                            testing::ShellQuote(src) + " >" + testing::ShellQuote(log) + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    const std::vector<uint8_t> diag = testing::ReadFile(log);
+    EXPECT_EQ(rc, 0) << cxx << ":\n" << std::string(diag.begin(), diag.end());
+  }
+  if (compilers == 0) GTEST_SKIP() << "neither g++ nor clang++ on PATH";
 }
 
 }  // namespace

@@ -88,6 +88,10 @@ struct CaseConfig {
   std::map<std::string, std::string> external;  // constant fqn -> tag (ExecuTorch's constant_tag)
   std::optional<std::string> external_mutable_tag;
   std::optional<std::string> external_all_tag;  // external_constants = true, every constant to this tag
+  // The emitter's delegate cache (backend_delegate_data_cache): false gives
+  // one backend_delegate_data entry per delegate, as emitters before it did
+  // (Python side only; ProgramBuilder always dedups, as today's emitter).
+  bool emitter_dedups_delegates = true;
 
   BackendConfig ToBackendConfig() const {
     BackendConfig c;
@@ -130,6 +134,7 @@ struct CaseConfig {
     for (const auto& [k, v] : external) j["external_constants"][k] = v;
     j["external_mutable_weights_tag"] = external_mutable_tag ? json(*external_mutable_tag) : json(nullptr);
     j["external_constants_all_tag"] = external_all_tag ? json(*external_all_tag) : json(nullptr);
+    j["dedup_delegate_data"] = emitter_dedups_delegates;
     return j;
   }
 };
@@ -979,6 +984,112 @@ TEST_F(PyOracle, RepackReproducesExecuTorchFiles) {
   }
 }
 
+// Issue 24 item 13: a program whose backend_delegate_data holds the same
+// payload in several entries -- what emitters before backend_delegate_data_cache
+// wrote, and what ExecuTorch's serializer writes when handed such a program
+// (it keeps the entries it is given) -- comes back byte for byte from `repack`
+// with no flags, in both flatbuffer orders; with
+// "dedup_inline_delegate_data": true it becomes exactly what today's emitter
+// (one entry per distinct payload) and the serializer write.
+void MixedDelegates(Twin& t) {
+  auto& m = t.AddMethod("forward");
+  uint32_t x = m.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({ScalarType::kFloat, {8}, PlannedLocation{1, 32}});
+  const std::vector<std::vector<uint8_t>> payloads = {Pattern(50, 100), Pattern(50, 100), Pattern(37, 7),
+                                                      Pattern(50, 100)};
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    uint32_t d = m.Delegate(i % 2 ? "QnnBackend" : "XnnpackBackend", payloads[i], {{"soc_model", Pattern(3, 9)}});
+    m.DelegateCall(d, {int(x), int(y)});
+  }
+  m.Inputs({int(x)});
+  m.Outputs({int(y)});
+  m.PlannedBufferSizes({0, 64});
+}
+
+TEST_F(PyOracle, RepackKeepsRepeatedInlineDelegateData) {
+  struct Program {
+    std::string name;
+    std::function<void(Twin&)> build;
+    size_t entries_per_delegate, distinct;
+  };
+  const std::vector<Program> programs = {
+      {"three_same", [](Twin& t) { DelegateProgram(t, 3, 50, true, true); }, 3, 1},
+      {"two_methods",
+       [](Twin& t) {
+         DelegateProgram(t, 1, 60, true, true, false, "encoder");
+         DelegateProgram(t, 2, 60, true, false, false, "forward");
+       },
+       3, 1},
+      {"mixed", MixedDelegates, 4, 2},
+  };
+  std::vector<Case> cases;
+  for (const auto& p : programs) {
+    for (std::optional<uint64_t> da : {std::optional<uint64_t>{}, std::optional<uint64_t>{32}}) {
+      for (bool dedup : {false, true}) {
+        CaseConfig c;
+        c.extract = false;
+        c.delegate_alignment = da;
+        c.emitter_dedups_delegates = dedup;
+        cases.push_back({p.name + (da ? "_da32" : "") + (dedup ? "_dedup" : "_repeated"), p.build, c});
+      }
+    }
+  }
+  Oracle o = RunOracle(cases, "pyoracle_repeated_delegates");
+  const std::string out_dir = TempDir("pyoracle_repeated_out_" + std::to_string(::getpid()));
+  int checked = 0;
+  for (const std::string suffix : {"", ".flatc"}) {
+    for (const auto& c : cases) {
+      if (c.config.emitter_dedups_delegates) continue;
+      const std::string name = c.name + suffix;
+      const std::string twin = c.name.substr(0, c.name.size() - std::string("_repeated").size()) + "_dedup" + suffix;
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(o.manifest.contains(name) && o.manifest.contains(twin));
+      ASSERT_FALSE(o.manifest[name].contains("error")) << o.manifest[name].value("traceback", std::string());
+      const std::string in = o.dir + "/" + o.manifest[name]["pte"].get<std::string>();
+      const std::string deduped = o.dir + "/" + o.manifest[twin]["pte"].get<std::string>();
+      // The oracle wrote one entry per delegate, its twin one per distinct payload.
+      const Program& p = *std::find_if(programs.begin(), programs.end(),
+                                       [&](const Program& x) { return c.name.rfind(x.name, 0) == 0; });
+      {
+        auto f = PteFile::Open(in);
+        ASSERT_TRUE(f->ok());
+        EXPECT_EQ(f->program()->backend_delegate_data()->size(), p.entries_per_delegate);
+        auto g = PteFile::Open(deduped);
+        ASSERT_TRUE(g->ok());
+        EXPECT_EQ(g->program()->backend_delegate_data()->size(), p.distinct);
+      }
+      // No flags: the input, byte for byte.
+      const std::string dir = out_dir + "/" + name;
+      std::filesystem::create_directories(dir);
+      auto res = RunCli({"repack", in, "-o", dir + "/same.pte", "--expect-identical"});
+      ASSERT_EQ(res.exit_code, 0) << res.err;
+      EXPECT_NE(res.err.find("the output is the input byte for byte"), std::string::npos) << res.err;
+      EXPECT_TRUE(ReadFile(dir + "/same.pte") == ReadFile(in))
+          << FirstDifference(ReadFile(dir + "/same.pte"), ReadFile(in));
+      // The dedup asked for: what the emitter with its cache and the serializer write.
+      json cfg = {{"extract_delegate_segments", false},
+                  {"flatbuffer_order", suffix.empty() ? "python" : "flatc"},
+                  {"dedup_inline_delegate_data", true}};
+      if (c.config.delegate_alignment) cfg["delegate_alignment"] = *c.config.delegate_alignment;
+      std::ofstream(dir + "/dedup.json") << cfg.dump();
+      res = RunCli({"repack", in, "--config", dir + "/dedup.json", "-o", dir + "/dedup.pte"});
+      ASSERT_EQ(res.exit_code, 0) << res.err;
+      EXPECT_TRUE(ReadFile(dir + "/dedup.pte") == ReadFile(deduped))
+          << FirstDifference(ReadFile(dir + "/dedup.pte"), ReadFile(deduped));
+      ++checked;
+    }
+  }
+  std::printf(
+      "[pyoracle] repeated inline delegate data: %d oracle files (python + flatc order) repacked to themselves, and "
+      "with dedup_inline_delegate_data to the oracle's deduplicated twin\n",
+      checked);
+  EXPECT_EQ(checked, 12);
+  if (!HasFailure()) {
+    std::filesystem::remove_all(std::filesystem::path(o.dir).parent_path());
+    std::filesystem::remove_all(out_dir);
+  }
+}
+
 // The config InferConfig computes from an oracle-made file is the config
 // the file was made with, setting by setting, or the file cannot tell: then
 // the setting is reported ambiguous and the value used lies in the range
@@ -1064,6 +1175,59 @@ TEST_F(PyOracle, InferredConfigIsTheConfigUsed) {
       "%d, reported ambiguous (value used within the reported range): %d, files with an ambiguous setting: %zu\n",
       files, n.exact, n.ambiguous, ambiguous_fields.size());
   EXPECT_GE(files, 40);
+  if (!HasFailure()) std::filesystem::remove_all(std::filesystem::path(o.dir).parent_path());
+}
+
+// Issue 24 item 14: the delegate alignment of every power of two from 8 to
+// 4096, for inline and extracted delegates, with and without constants, at
+// segment alignments 128 and 4096 (extracted payloads with
+// delegate_alignment 32 and segment_alignment 4096 were not found): the
+// inferred config is the one used, or reports the delegate alignment
+// ambiguous with the value used inside the range, and rewrites every file
+// byte for byte -- in both flatbuffer orders.
+TEST_F(PyOracle, DelegateAlignmentIsFoundForEveryPowerOfTwo) {
+  std::vector<Case> cases;
+  for (uint64_t da = 8; da <= 4096; da *= 2) {
+    for (bool extract : {true, false}) {
+      for (bool constant : {true, false}) {
+        for (uint64_t seg : {128u, 4096u}) {
+          CaseConfig c;
+          c.extract = extract;
+          c.delegate_alignment = da;
+          c.segment_alignment = seg;
+          cases.push_back({std::string(extract ? "ext" : "inl") + "_da" + std::to_string(da) +
+                               (constant ? "_const" : "_noconst") + "_seg" + std::to_string(seg),
+                           [constant](Twin& t) { DelegateProgram(t, 2, 45, false, constant); }, c});
+        }
+      }
+    }
+  }
+  Oracle o = RunOracle(cases, "pyoracle_delegate_alignment");
+  int files = 0, flatc_refused = 0;
+  InferredVsUsed n;
+  for (const auto& c : cases) {
+    for (const auto& [suffix, order] : {std::pair<std::string, FlatbufferOrder>{"", FlatbufferOrder::kPythonObjectApi},
+                                        {".flatc", FlatbufferOrder::kFlatc}}) {
+      const std::string name = c.name + suffix;
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(o.manifest.contains(name));
+      const json& r = o.manifest[name];
+      if (r.contains("error")) {
+        // flatc 2.0.8 refuses force_align above 32 on a vector (inline data only).
+        EXPECT_TRUE(suffix == ".flatc" && !c.config.extract && *c.config.delegate_alignment > 32)
+            << r.value("traceback", std::string());
+        ++flatc_refused;
+        continue;
+      }
+      ExpectInferredIsUsed(o.dir + "/" + r["pte"].get<std::string>(), {}, c.config, order, n);
+      ++files;
+    }
+  }
+  std::printf(
+      "[pyoracle] delegate alignment 8..4096: %d oracle files (python + flatc order; flatc refused %d), settings "
+      "equal to the config used: %d, reported ambiguous with the value used in range: %d\n",
+      files, flatc_refused, n.exact, n.ambiguous);
+  EXPECT_EQ(files + flatc_refused, 2 * static_cast<int>(cases.size()));
   if (!HasFailure()) std::filesystem::remove_all(std::filesystem::path(o.dir).parent_path());
 }
 

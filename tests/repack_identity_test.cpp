@@ -9,6 +9,7 @@
 // of the program (eh00 program_size) and the first segment (eh00
 // segment_base_offset). Neither is read by a loader, so the files stay valid.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -94,7 +95,9 @@ TEST(RepackIdentity, FlatbufferDifferenceIsLocatedAndExpectIdenticalWritesNothin
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line
 }
 
-TEST(RepackIdentity, PaddingBeforeTheSegmentsIsNamed) {
+// Issue 24 item 17: a difference only in padding (found before, not after,
+// writing) is an exit 3 that leaves nothing behind.
+TEST(RepackIdentity, PaddingDifferenceIsNamedAndNothingIsWritten) {
   std::vector<uint8_t> b = ReadFile(FixturePath("arduino_add.pte"));
   ASSERT_EQ(std::string(b.begin() + 8, b.begin() + 12), "eh00");
   const uint64_t program_size = U64(b, 16), base = U64(b, 24);
@@ -109,10 +112,88 @@ TEST(RepackIdentity, PaddingBeforeTheSegmentsIsNamed) {
   json e = json::parse(r.out)["error"];
   EXPECT_EQ(e["offset"], program_size);
   EXPECT_NE(e["message"].get<std::string>().find("(padding)"), std::string::npos) << e.dump();
-  // Found only by comparing the written file: the output is there, zero padded.
+  // Exit 3: no output, and no temporary file beside it.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.pte"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
+  // Without --expect-identical the file is written (zero padded) and the difference named.
+  r = RunCli({"repack", dir + "/in.pte", "--json", "-o", dir + "/out.pte"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["identity"]["differences"][0]["offset"], program_size);
   std::vector<uint8_t> out = ReadFile(dir + "/out.pte");
   ASSERT_EQ(out.size(), b.size());
   EXPECT_EQ(out[program_size], 0);
+}
+
+// The same for a .ptd: a padding byte of xor.ptd differs; the .pte is
+// identical. xor.ptd's segment 1 (net.linear.bias, 40 bytes at 624) ends at
+// 664 and segment 2 starts at 672 (`ptepack inspect xor.ptd`): 8 bytes of
+// padding that nothing reads.
+TEST(RepackIdentity, PtdPaddingDifferenceWritesNothing) {
+  std::vector<uint8_t> ptd = ReadFile(FixturePath("xor.ptd"));
+  ASSERT_EQ(ptd.size(), 760u);
+  for (size_t i = 664; i < 672; ++i) ASSERT_EQ(ptd[i], 0) << i;
+  ptd[666] = 0x77;
+  std::string dir = TempDir("repack_identity_ptd_pad");
+  std::filesystem::create_directories(dir + "/in");
+  WriteFile(dir + "/in/xor.pte", ReadFile(FixturePath("xor.pte")));
+  WriteFile(dir + "/in/xor.ptd", ptd);
+  ASSERT_EQ(RunCli({"verify", dir + "/in/xor.pte", "--ptd", dir + "/in/xor.ptd"}).exit_code, 0);
+  std::filesystem::create_directories(dir + "/out");
+  auto r = RunCli({"repack", dir + "/in/xor.pte", "--ptd", dir + "/in/xor.ptd", "--expect-identical", "--json", "-o",
+                   dir + "/out/xor.pte"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  json e = json::parse(r.out)["error"];
+  EXPECT_EQ(e["offset"], 666);
+  EXPECT_EQ(e["file"], dir + "/in/xor.ptd");
+  EXPECT_NE(e["message"].get<std::string>().find("(padding)"), std::string::npos) << e.dump();
+  EXPECT_TRUE(std::filesystem::is_empty(dir + "/out"));
+}
+
+// Issue 24 item 16: a .ptd beside its program, repacked into the same
+// folder. Unchanged: kept as it is and said so. Changed: the new .ptd is
+// named after the output; the input .ptd is left alone.
+TEST(RepackIdentity, PtdBesideTheOutputIsKeptOrNamedAfterIt) {
+  std::string dir = TempDir("repack_ptd_same_folder");
+  WriteFile(dir + "/xor.pte", ReadFile(FixturePath("xor.pte")));
+  WriteFile(dir + "/xor.ptd", ReadFile(FixturePath("xor.ptd")));
+  struct stat before {};
+  ASSERT_EQ(::stat((dir + "/xor.ptd").c_str(), &before), 0);
+
+  auto r = RunCli({"repack", dir + "/xor.pte", "--ptd", dir + "/xor.ptd", "-o", dir + "/xor2.pte", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["identity"]["identical"], true) << r.out;
+  ASSERT_EQ(j["files"].size(), 2u);
+  EXPECT_EQ(j["files"][1]["path"], dir + "/xor.ptd");
+  EXPECT_EQ(j["files"][1]["kept"], true);
+  EXPECT_TRUE(ReadFile(dir + "/xor2.pte") == ReadFile(FixturePath("xor.pte")));
+  struct stat after {};
+  ASSERT_EQ(::stat((dir + "/xor.ptd").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);  // not rewritten
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  r = RunCli({"repack", dir + "/xor.pte", "--ptd", dir + "/xor.ptd", "-o", dir + "/xor3.pte"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("kept " + dir + "/xor.ptd as it was"), std::string::npos) << r.err;
+  EXPECT_EQ(RunCli({"verify", dir + "/xor2.pte", "--ptd", dir + "/xor.ptd"}).exit_code, 0);
+
+  // A layout change rewrites the .ptd: linear.ptd (legacy layout) upgraded
+  // becomes linear2.ptd beside linear2.pte; linear.ptd is left alone.
+  WriteFile(dir + "/linear.pte", ReadFile(FixturePath("linear.pte")));
+  WriteFile(dir + "/linear.ptd", ReadFile(FixturePath("linear.ptd")));
+  r = RunCli({"repack", dir + "/linear.pte", "--ptd", dir + "/linear.ptd", "--upgrade-ptd", "-o", dir + "/linear2.pte",
+              "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  ASSERT_EQ(j["files"].size(), 2u);
+  EXPECT_EQ(j["files"][1]["path"], dir + "/linear2.ptd");
+  EXPECT_FALSE(j["files"][1].contains("kept"));
+  EXPECT_TRUE(ReadFile(dir + "/linear.ptd") == ReadFile(FixturePath("linear.ptd")));
+  EXPECT_EQ(RunCli({"verify", dir + "/linear2.pte", "--ptd", dir + "/linear2.ptd"}).exit_code, 0);
+  // --in-place still rewrites the input .ptd in place.
+  r = RunCli({"repack", dir + "/linear.pte", "--ptd", dir + "/linear.ptd", "--upgrade-ptd", "--in-place"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(ReadFile(dir + "/linear.ptd") == ReadFile(dir + "/linear2.ptd"));
 }
 
 TEST(RepackIdentity, ExpectIdenticalWithALayoutChangeIsAUsageError) {

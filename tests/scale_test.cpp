@@ -158,7 +158,7 @@ TEST(ScaleSpec, MalformedProgramStillNamesTheOffset) {
   } catch (const Error& e) {
     EXPECT_EQ(e.finding().code, "bad-spec");
     ASSERT_TRUE(e.finding().offset.has_value());
-    EXPECT_EQ(*e.finding().offset, 35u);  // 1-based: the '}' after the comma is byte 34
+    EXPECT_EQ(*e.finding().offset, 34u);  // the '}' after the comma (0-based, as every finding's offset)
   }
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <optional>
 
+#include "serialize/api/read_api.h"
 #include "serialize/bpte/bpte.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/pte_reader.h"
@@ -180,14 +181,9 @@ std::optional<int> VerifyBpte(const std::string& file, bool strict, bool quiet, 
   if (!bpte::IsBpteFile(file)) return std::nullopt;
   auto f = bpte::BpteFile::Open(file);
   const size_t warnings = f->report().findings().size() - f->report().error_count();
-  const bool ok = f->ok() && !(strict && warnings > 0);
+  const bool ok = BpteVerdictOk(*f, strict);
   if (json) {
-    *json = nlohmann::json{{"file", file},
-                           {"format", "bpte"},
-                           {"valid", ok},
-                           {"strict", strict},
-                           {"not_checked", nlohmann::json::array()},
-                           {"findings", FindingsJson({&f->report()})}};
+    *json = BpteVerdictJson(*f, file, strict);
   } else {
     PrintFindings(f->report());
     if (!ok) {

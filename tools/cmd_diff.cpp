@@ -42,8 +42,9 @@ void RegisterDiff(CLI::App& app) {
       "operators, instruction and value counts, inputs/outputs and planned memory; constants changed, moved or "
       "the same (XXH3 of their bytes); delegates (backend, payload, compile specs); named data; sizes.\n"
       "Exit status (as diff(1)): 0 the same content -- byte-identical, or \"layout only\" (the same program and "
-      "data stored with another alignment, flatbuffer order, or in another .ptd); 1 the content differs; "
-      "2 an error (unreadable or invalid input, usage).");
+      "data stored with another alignment, flatbuffer order, or in another .ptd) or \"memory plan only\" (planned "
+      "tensors at other offsets, planned buffers of other sizes; both plans pass verify's checks); 1 the content "
+      "differs; 2 an error (unreadable or invalid input, usage).");
   Args& a = NewArgs(c);
   a.Input("A.pte", &o->a, "The first program (.pte)", InputKind::kProgram)->required();
   a.Input("B.pte", &o->b, "The second program (.pte)", InputKind::kProgram)->required();

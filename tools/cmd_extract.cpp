@@ -10,7 +10,7 @@ void RegisterExtract(CLI::App& app) {
   struct O {
     std::string in, dir;
     std::vector<std::string> ptds;
-    bool force = false, dry_run = false, quiet = false;
+    bool force = false, dry_run = false, quiet = false, json = false;
   };
   auto o = std::make_shared<O>();
   auto* c = app.add_subcommand(
@@ -27,10 +27,19 @@ void RegisterExtract(CLI::App& app) {
   a.Flag("--force", &o->force, "Replace an existing non-empty output directory");
   a.Flag("--dry-run", &o->dry_run, "List the files that would be written; write nothing");
   a.Flag("-q,--quiet", &o->quiet, "No progress on stderr and no summary");
+  a.Flag("--json", &o->json,
+         "Print a JSON summary: the directory, each file with its size, whether pack reproduces the input, "
+         "the config");
   a.Run([o]() {
     ValidInput in = LoadValidInput(o->in, o->ptds);
     Extraction x = ExtractProgram(in);
     ExtractTarget target = CheckExtractTarget(o->dir, o->force);
+    if (o->json) {
+      if (!o->dry_run) WriteExtraction(x, target, ProgressPrinter(o->quiet, "writing files"));
+      std::cout << ExtractionJson(x, target, o->dry_run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+      return;
+    }
     if (o->dry_run) {
       std::cout << "would write " << (target.non_empty ? "(replacing the directory) " : "") << target.dir << "/:\n";
       for (const auto& f : x.files) std::cout << "  " << f.name << " (" << f.data.size << " bytes)\n";

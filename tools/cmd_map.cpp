@@ -4,6 +4,7 @@
 #include "ptepack/error.h"
 #include "serialize/api/read_api.h"
 #include "serialize/insight/byte_map.h"
+#include "serialize/insight/plan_map.h"
 #include "serialize/io/file_io.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -16,6 +17,7 @@ void RegisterMap(CLI::App& app) {
   struct Options {
     std::string file, out;
     bool log = false;
+    bool memory = false;
     bool quiet = false;
     bool allow_legacy_ptd = false;
   };
@@ -30,6 +32,10 @@ void RegisterMap(CLI::App& app) {
   a.Flag("--log", &o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
   a.Flag("--allow-legacy-ptd", &o->allow_legacy_ptd,
          "Accept .ptd files in the FlatTensor layout of before June 2025, as verify --allow-legacy-ptd does");
+  a.Flag("--memory", &o->memory,
+         "Draw the memory plan instead: per method and planned buffer, instruction index across and byte "
+         "offset down, one box per planned tensor while its bytes hold needed data (hover: values, dtype, "
+         "shape, interval, operators), the lower bound and the peak marked, overlaps in red");
   a.Flag("-q,--quiet", &o->quiet, "No summary");
   a.Run([o]() {
     const bool html = o->out.size() >= 5 && o->out.compare(o->out.size() - 5, 5, ".html") == 0;
@@ -37,6 +43,24 @@ void RegisterMap(CLI::App& app) {
     if (!html && !svg) throw Error("usage", "map: the output must end in .svg or .html (found " + o->out + ")");
     ReadOptions ro;
     ro.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
+    if (o->memory) {
+      if (o->log) throw Error("usage", "map: --log is for the byte map, not --memory");
+      if (IsPtdFile(o->file))
+        throw Error("usage", "map --memory: " + o->file + " is a .ptd file, which plans no memory");
+      auto pte = PteFile::Open(o->file, ro);
+      // A plan verify flags is what the picture shows (in red); other errors make the tables untrustworthy.
+      for (const Finding& f : pte->report().findings()) {
+        if (f.severity == Finding::Severity::kError && f.code.rfind("plan-", 0) != 0) throw Error(f);
+      }
+      const std::string doc = html ? MemoryMapHtml(*pte) : MemoryMapSvg(*pte);
+      AtomicFile::Options ao;
+      ao.inputs = {o->file};
+      AtomicFile out(o->out, ao);
+      out.Write(doc.data(), doc.size());
+      out.Commit();
+      if (!o->quiet) std::cout << o->out << ": memory plan\n";
+      return;
+    }
     FileSize f;
     if (IsPtdFile(o->file)) {
       f = AnalyzePtdSize(*PtdFile::Open(o->file, ro));

@@ -69,7 +69,8 @@ void RegisterRepack(CLI::App& app) {
          "current ExecuTorch runtimes require");
   a.Flag("--expect-identical", &o->expect_identical,
          "Fail with exit status 3 unless the output is the input byte for byte (no layout flags; the first "
-         "difference is named). When the laid-out program already differs, nothing is written");
+         "difference is named). The whole output (.pte and .ptd files, padding included) is compared with "
+         "the input before anything is written: exit 3 leaves nothing behind");
   c->footer(
       "Without layout flags repack reports whether it reproduced the input byte for byte and, where not, the first "
       "differing offset and region. Exit status: 0 written; 2 usage, I/O or configuration error; 3 "

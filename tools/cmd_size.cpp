@@ -1,10 +1,7 @@
 // `ptepack size`: where every byte of a program (and its .ptd files) goes.
 #include <iostream>
 
-#include "serialize/api/read_api.h"
-#include "serialize/insight/size.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
+#include "serialize/api/insight_api.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 
@@ -35,28 +32,12 @@ void RegisterSize(CLI::App& app) {
   a.Flag("--allow-legacy-ptd", &o->allow_legacy_ptd,
          "Accept .ptd files in the FlatTensor layout of before June 2025, as verify --allow-legacy-ptd does");
   a.Run([o]() {
-    ReadOptions ro;
-    ro.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
     const SizeSort sort = o->sort == "name" ? SizeSort::kName : SizeSort::kBytes;
-    nlohmann::json j;
-    std::string text;
     // A file with errors is not broken down (its tables cannot be trusted): its first
     // error stops the command (exit 2), as for every command but verify/inspect/checksum.
-    if (IsPtdFile(o->file)) {
-      auto ptd = PtdFile::Open(o->file, ro);
-      SizeReport r;
-      r.pte = AnalyzePtdSize(*ptd);
-      j = SizeJson(r, o->top, sort);
-      text = RenderSizeText(r, o->top, sort);
-    } else {
-      auto pte = PteFile::Open(o->file, ro);
-      std::vector<std::unique_ptr<PtdFile>> ptds;
-      std::vector<const PtdFile*> ptrs;
-      for (const auto& p : o->ptds) ptds.push_back(PtdFile::Open(p, ro)), ptrs.push_back(ptds.back().get());
-      SizeReport r = AnalyzeSize(*pte, ptrs);
-      j = SizeJson(r, o->top, sort);
-      text = RenderSizeText(r, o->top, sort);
-    }
+    const SizeReport r = SizeOf(o->file, o->ptds, o->allow_legacy_ptd);
+    const nlohmann::json j = SizeJson(r, o->top, sort);
+    const std::string text = RenderSizeText(r, o->top, sort);
     if (o->json) {
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {

@@ -42,6 +42,7 @@ void RegisterDiff(CLI::App& app);
 void RegisterGraph(CLI::App& app);
 void RegisterSize(CLI::App& app);
 void RegisterMap(CLI::App& app);
+void RegisterPlan(CLI::App& app);
 // Hidden: `ptepack completion bash|zsh`, generated from the parser (tools/cmd_completion.cpp).
 void RegisterCompletion(CLI::App& app);
 // The man page (roff), generated from the parser: `ptepack --man`.

@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
   RegisterGraph(app);
   RegisterSize(app);
   RegisterMap(app);
+  RegisterPlan(app);
   RegisterBpte(app);
   RegisterCompletion(app);
   if (argc == 2 && std::string(argv[1]) == "--man") {  // hidden: the man page

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "serialize/api/repack_json.h"
+
 namespace ptepack::cli {
 
 void AddOverrides(Args& a, Overrides& o) {
@@ -53,9 +55,7 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
   pte->CheckExternalKeys(ptrs);
   for (const auto& f : pte->report().findings()) std::cerr << f.ToString() << "\n";
   ok = ok && pte->ok();
-  nlohmann::json files = nlohmann::json::array();
-  files.push_back({{"path", r.pte.path}, {"size", r.pte.size}});
-  for (const auto& p : r.ptds) files.push_back({{"path", p.path}, {"size", p.size}});
+  nlohmann::json files = WrittenFilesJson(r);
   *out = {{"files", files},
           {"flatbuffer_size", r.flatbuffer_size},
           {"segments", r.num_segments},
@@ -64,7 +64,12 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
   if (!quiet) {
     std::cerr << "wrote " << r.pte.path << " (" << r.pte.size << " bytes, " << r.num_segments
               << (r.num_segments == 1 ? " segment)" : " segments)");
-    for (const auto& p : r.ptds) std::cerr << ", " << p.path << " (" << p.size << " bytes)";
+    for (const auto& p : r.ptds) {
+      if (!p.kept) std::cerr << ", " << p.path << " (" << p.size << " bytes)";
+    }
+    for (const auto& p : r.ptds) {
+      if (p.kept) std::cerr << "; kept " << p.path << " as it was (it would be written byte for byte the same)";
+    }
     std::cerr << (ok ? "; verified OK" : "; OUTPUT DOES NOT VERIFY") << "\n";
   }
   return ok;
@@ -116,9 +121,7 @@ void ResolveOutput(OutputFlags& f, const std::string& in) {
 }
 
 void PrintDryRun(const WriteResult& r, bool json) {
-  nlohmann::json files = nlohmann::json::array();
-  files.push_back({{"path", r.pte.path}, {"size", r.pte.size}});
-  for (const auto& p : r.ptds) files.push_back({{"path", p.path}, {"size", p.size}});
+  nlohmann::json files = WrittenFilesJson(r);
   if (json) {
     std::cout << nlohmann::json{{"dry_run", true}, {"files", files}}.dump(2, ' ', false,
                                                                           nlohmann::json::error_handler_t::replace)
@@ -127,7 +130,11 @@ void PrintDryRun(const WriteResult& r, bool json) {
   }
   std::cout << "would write:\n";
   for (const auto& e : files) {
+    if (e.value("kept", false)) continue;
     std::cout << "  " << e["path"].get<std::string>() << " (" << e["size"].get<uint64_t>() << " bytes)\n";
+  }
+  for (const auto& p : r.ptds) {
+    if (p.kept) std::cout << "would keep " << p.path << " as it is (it would be written byte for byte the same)\n";
   }
 }
 

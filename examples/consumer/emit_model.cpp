@@ -34,18 +34,18 @@ int main(int argc, char** argv) {
   try {
     ptepack::ProgramBuilder b;
     auto& m = b.AddMethod("forward");
-    const int32_t x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
-    const int32_t bias = m.ConstantTensor({ScalarType::kFloat, {4}}, Floats({1, 2, 3, 4}), "linear.bias");
-    const int32_t weight =
+    const auto x = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 0}});
+    const auto bias = m.ConstantTensor({ScalarType::kFloat, {4}}, Floats({1, 2, 3, 4}), "linear.bias");
+    const auto weight =
         m.ConstantTensor({ScalarType::kFloat, {64, 64}}, Floats(std::vector<float>(64 * 64, 0.5f)), "linear.weight");
-    const int32_t state =
+    const auto state =
         m.MutableBuffer({ScalarType::kFloat, {4}, PlannedLocation{1, 32}}, "cache.state", Floats({0, 0, 0, 0}));
-    const int32_t y = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 16}});
-    const int32_t alpha = m.Int(1);
-    const uint32_t add = m.Operator("aten::add", "out");
+    const auto y = m.Tensor({ScalarType::kFloat, {4}, PlannedLocation{1, 16}});
+    const auto alpha = m.Int(1);
+    const auto add = m.Operator("aten::add", "out");
     m.KernelCall(add, {x, bias, alpha, y, y}, {{"model.py", 7, "forward", "y = x + self.bias"}});
     const std::vector<uint8_t> blob = {'d', 'e', 'm', 'o'};
-    const uint32_t lowered = m.Delegate("DemoBackend", ptepack::Bytes::Copy(blob.data(), blob.size()));
+    const auto lowered = m.Delegate("DemoBackend", ptepack::Bytes::Copy(blob.data(), blob.size()));
     m.DelegateCall(lowered, {y, weight, state, y}, {{"model.py", 8, "forward", "y = self.lowered(y)"}});
     m.Inputs({x});
     m.Outputs({y});

@@ -71,6 +71,13 @@ struct BackendConfig {
   // Write the 24-byte eh00 header of files from before ExecuTorch 1.0
   // (without segment_data_size).
   bool legacy_extended_header = false;
+  // With extract_delegate_segments false: store equal delegate payloads in
+  // one backend_delegate_data entry. ExecuTorch's serializer keeps the
+  // entries it is given (today's emitter already gives one per distinct
+  // payload, as ProgramBuilder does; older emitters gave one per delegate), so
+  // the default keeps a program's entries as they are. Extracted payloads are
+  // always stored once per distinct content, as ExecuTorch does.
+  bool dedup_inline_delegate_data = false;
 
   uint64_t tensor_alignment() const { return constant_tensor_alignment.value_or(16); }
   uint64_t delegate_data_alignment() const { return delegate_alignment.value_or(16); }

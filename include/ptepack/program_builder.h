@@ -2,10 +2,10 @@
 //
 //   ProgramBuilder b;
 //   auto& m = b.AddMethod("forward");
-//   int32_t x = m.Tensor({ScalarType::kFloat, {2, 2}, PlannedLocation{1, 0}});  // planned input
-//   int32_t w = m.ConstantTensor({ScalarType::kFloat, {2, 2}}, Bytes::Own(weights), "linear.weight");
-//   int32_t y = m.Tensor({ScalarType::kFloat, {2, 2}, PlannedLocation{1, 16}});
-//   uint32_t op = m.Operator("aten::mm", "out");
+//   auto x = m.Tensor({ScalarType::kFloat, {2, 2}, PlannedLocation{1, 0}});  // planned input
+//   auto w = m.ConstantTensor({ScalarType::kFloat, {2, 2}}, Bytes::Own(weights), "linear.weight");
+//   auto y = m.Tensor({ScalarType::kFloat, {2, 2}, PlannedLocation{1, 16}});
+//   auto op = m.Operator("aten::mm", "out");
 //   m.KernelCall(op, {x, w, y, y}, {{"model.py", 12, "forward", "x @ w"}});
 //   m.Inputs({x}); m.Outputs({y}); m.PlannedBufferSizes({0, 32});
 //   Package pkg = b.Build();
@@ -64,31 +64,36 @@ class ProgramBuilder {
  public:
   class Method {
    public:
+    // Every index the builder returns or takes -- values, operators,
+    // delegates, instruction arguments -- is an int32_t, the schema's type
+    // for them (OptionalTensorList uses -1 for "none"), so `auto x =
+    // m.Tensor(...)` goes into `m.Inputs({x})` without a conversion. A method
+    // of more than INT32_MAX values throws Error("limit-exceeded").
     // Values. Each returns the value index.
-    uint32_t Tensor(const TensorSpec& spec);
-    uint32_t ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name = "");
+    int32_t Tensor(const TensorSpec& spec);
+    int32_t ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name = "");
     // A planned tensor whose state persists between calls; `initial` data
     // goes to the mutable data segment. `name` is its fully qualified name.
-    uint32_t MutableBuffer(const TensorSpec& spec, const std::string& name, std::optional<Bytes> initial = {});
-    uint32_t Null();
-    uint32_t Int(int64_t v);
-    uint32_t Bool(bool v);
-    uint32_t Double(double v);
-    uint32_t String(const std::string& v);
-    uint32_t IntList(const std::vector<int64_t>& values);  // indices of Int values, as ExecuTorch boxes them
-    uint32_t DoubleList(const std::vector<double>& v);
-    uint32_t BoolList(const std::vector<bool>& v);
-    uint32_t TensorList(const std::vector<int32_t>& values);
-    uint32_t OptionalTensorList(const std::vector<int32_t>& values);  // -1: none
+    int32_t MutableBuffer(const TensorSpec& spec, const std::string& name, std::optional<Bytes> initial = {});
+    int32_t Null();
+    int32_t Int(int64_t v);
+    int32_t Bool(bool v);
+    int32_t Double(double v);
+    int32_t String(const std::string& v);
+    int32_t IntList(const std::vector<int64_t>& values);  // indices of Int values, as ExecuTorch boxes them
+    int32_t DoubleList(const std::vector<double>& v);
+    int32_t BoolList(const std::vector<bool>& v);
+    int32_t TensorList(const std::vector<int32_t>& values);
+    int32_t OptionalTensorList(const std::vector<int32_t>& values);  // -1: none
 
-    uint32_t Operator(const std::string& name, const std::string& overload = "");
+    int32_t Operator(const std::string& name, const std::string& overload = "");
     // A delegate with its processed payload (inline until the writer moves it).
-    uint32_t Delegate(const std::string& backend_id, Bytes payload,
-                      const std::vector<std::pair<std::string, Bytes>>& compile_specs = {});
+    int32_t Delegate(const std::string& backend_id, Bytes payload,
+                     const std::vector<std::pair<std::string, Bytes>>& compile_specs = {});
 
     // Instructions of the (single) chain.
-    void KernelCall(uint32_t op, const std::vector<int32_t>& args, const std::vector<FrameSpec>& stack = {});
-    void DelegateCall(uint32_t delegate, const std::vector<int32_t>& args, const std::vector<FrameSpec>& stack = {});
+    void KernelCall(int32_t op, const std::vector<int32_t>& args, const std::vector<FrameSpec>& stack = {});
+    void DelegateCall(int32_t delegate, const std::vector<int32_t>& args, const std::vector<FrameSpec>& stack = {});
     void Move(int32_t from, int32_t to, const std::vector<FrameSpec>& stack = {});
     void JumpFalse(int32_t cond_value, int32_t destination, const std::vector<FrameSpec>& stack = {});
     void Free(int32_t value, const std::vector<FrameSpec>& stack = {});

@@ -31,16 +31,19 @@ struct IdentityCheck {
 };
 
 struct RepackOptions {
-  std::vector<std::string> ptd;  // the input's .ptd files (rewritten next to the output)
+  // The input's .ptd files, rewritten next to the output; one that would be
+  // written over itself is kept when unchanged, else named after the output
+  // (see WritePackage).
+  std::vector<std::string> ptd;
   // Changes to the config inferred from the input (which reproduces it byte
   // for byte); the result is validated. Null: keep the input's layout.
   std::function<void(BackendConfig&)> edit;
   bool upgrade_ptd = false;  // rewrite legacy-layout .ptd files in the current layout
   WriteOptions write;        // the inputs are added to write.inputs
-  // With the config left as inferred: when the laid-out program already
-  // differs from the input, write nothing and return identity with the
-  // difference (written.pte.path empty). A difference found only after
-  // writing (padding bytes) is reported in identity as usual.
+  // With the config left as inferred: the output (.pte and .ptd files,
+  // padding included) is compared with the input before anything is
+  // written; when it would differ, nothing is written and identity holds
+  // the difference (written.pte.path empty).
   bool expect_identical = false;
 };
 

@@ -29,6 +29,9 @@ struct WriteOptions {
 struct WrittenFile {
   std::string path;
   uint64_t size = 0;
+  // A .ptd that was an input and would have come out byte for byte the same:
+  // left as it is, not rewritten.
+  bool kept = false;
 };
 
 struct WriteResult {
@@ -40,7 +43,12 @@ struct WriteResult {
 };
 
 // Writes `pte_path` and, for external data, "<tag>.ptd" files in the same
-// directory. Each file is written to a temp file and renamed on success; on
+// directory. A "<tag>.ptd" that is one of `options.inputs` (a .ptd beside its
+// program, rewritten next to it) is not overwritten unless
+// allow_overwrite_input: when the new bytes equal it, it is kept as it is
+// (WrittenFile::kept); otherwise the new file is named after the output,
+// "<output stem>.ptd" (or "<output stem>-<tag>.ptd" when the program has
+// several .ptd files). Each file is written to a temp file and renamed on success; on
 // failure no output file is created or changed. Before anything is written,
 // name collisions (two outputs with one name, an output that is an input) and
 // existing .ptd files that are not inputs (unless options.force) are refused.

@@ -194,3 +194,61 @@ def test_readme_python_examples_run_as_written(fixture, tmp_path, monkeypatch):
     assert ptepack.verify("small.pte")["not_checked"] != []
     assert (tmp_path / "aligned.pte").exists() and (tmp_path / "small.pte").exists()
     assert (tmp_path / "weights.ptd").exists()
+
+
+@pytest.mark.parametrize("name,ptd", [("xor.pte", "xor.ptd"), ("keyword_spotting.pte", None), ("add.pte", None)])
+def test_plan_is_the_cli_json(fixture, name, ptd):
+    ptds = [fixture(ptd)] if ptd else []
+    got = ptepack.plan(fixture(name), ptd=ptds)
+    args = ["plan", fixture(name), "--json"]
+    for p in ptds:
+        args += ["--ptd", p]
+    code, want = cli(*args)
+    assert code == 0
+    assert got == want
+    for algorithm in ("executorch-greedy", "best-fit"):
+        code, want = cli(*args, "--algorithm", algorithm, "--alignment", "32")
+        assert ptepack.plan(fixture(name), ptd=ptds, algorithm=algorithm, alignment=32) == want
+
+
+def test_plan_writes_what_the_cli_writes(fixture, tmp_path):
+    # xor.pte: ExecuTorch's planner gave 624 bytes (its non_const_buffer_sizes); best plans less.
+    (tmp_path / "py").mkdir()
+    (tmp_path / "cli").mkdir()
+    got = ptepack.plan(fixture("xor.pte"), ptd=[fixture("xor.ptd")], output=str(tmp_path / "py" / "xor.pte"))
+    code, want = cli("plan", fixture("xor.pte"), "--ptd", fixture("xor.ptd"), "-o", str(tmp_path / "cli" / "xor.pte"),
+                     "--json")
+    assert code == 0
+    assert got["methods"] == want["methods"]
+    assert got["methods"][0]["size_now"] == 624
+    assert got["planned"] < 624
+    assert got["written"]["verified"] is True and want["written"]["verified"] is True
+    assert open(got["written"]["files"][0]["path"], "rb").read() == open(tmp_path / "cli" / "xor.pte", "rb").read()
+    d = subprocess.run([CLI, "diff", fixture("xor.pte"), got["written"]["files"][0]["path"], "--ptd-a",
+                        fixture("xor.ptd"), "--ptd-b", got["written"]["files"][1]["path"], "--json"],
+                       capture_output=True, text=True)
+    assert json.loads(d.stdout)["verdict"] == "memory plan only"
+
+
+def test_plan_errors_are_the_clis(fixture):
+    # --algorithm: a named choice; the keyword's name for the flag's.
+    code, want = cli("plan", fixture("xor.pte"), "--algorithm", "fastest", "--json")
+    assert code == 2 and want["error"]["code"] == "bad-choice"
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.plan(fixture("xor.pte"), algorithm="fastest")
+    assert e.value.code == "bad-choice"
+    assert str(e.value) == "error: " + want["error"]["message"].replace("--algorithm", "algorithm") + \
+        ' (found "fastest") [bad-choice]'
+
+
+@pytest.mark.parametrize("value,text", [(24, "24"), (0, "0"), (-1, "-1"), (2**70, str(2**70)), (True, "True"),
+                                        (32.0, "32.0"), ("32", "'32'")])
+def test_plan_alignment_goes_through_the_cli_parser(fixture, value, text):
+    # The number parser of every other option (item 6): the CLI's message for the same text.
+    code, want = cli("plan", fixture("xor.pte"), "--alignment", text, "--json")
+    assert code == 2 and want["error"]["code"] == "bad-number"
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.plan(fixture("xor.pte"), alignment=value)
+    assert e.value.code == "bad-number"
+    message = want["error"]["message"].replace("--alignment", "alignment")
+    assert str(e.value) == f'error: {message} (found "{text}") [bad-number]'

@@ -186,6 +186,18 @@ Extraction ExtractProgram(const ValidInput& in) {
   return x;
 }
 
+nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, bool dry_run) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : x.files) files.push_back({{"name", f.name}, {"size", f.data.size}});
+  nlohmann::json j = {{"directory", target.dir},
+                      {"files", std::move(files)},
+                      {"reproduces_input", x.inferred.exact},
+                      {"config", ConfigToJson(x.inferred.config)},
+                      {"dry_run", dry_run}};
+  if (dry_run) j["replaces"] = target.non_empty;
+  return j;
+}
+
 ExtractTarget CheckExtractTarget(const std::string& dir_arg, bool force) {
   const fs::path dir = fs::path(dir_arg).lexically_normal();
   const fs::path target = dir.filename().empty() ? dir.parent_path() : dir;

@@ -2,6 +2,7 @@
 // spec.json and config.json that `pack` turns back into the same bytes.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,12 @@ struct ExtractTarget {
   bool non_empty = false;
 };
 ExtractTarget CheckExtractTarget(const std::string& dir, bool force);
+
+// What `extract --json` prints (and the Python module's extract() returns):
+// {"directory", "files": [{"name", "size"}], "reproduces_input", "config",
+// "dry_run"}; with dry_run, "replaces" says whether an earlier extract would
+// be replaced.
+nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, bool dry_run);
 
 // Fills a temporary directory beside the target, syncs it and renames it into
 // place (the replaced directory goes): all or nothing, interruptible.

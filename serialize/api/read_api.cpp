@@ -1,10 +1,13 @@
 #include "serialize/api/read_api.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "config/backend_config.h"
 #include "config/numbers.h"
+#include "serialize/bpte/bpte.h"
 #include "serialize/format/pte_format.h"
+#include "serialize/insight/plan.h"
 #include "serialize/model/package.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/restore.h"
@@ -105,6 +108,34 @@ void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<
   }
 }
 
+// Adds to each method of `d` its memory plan: the planned bytes, the lower
+// bound no plan can beat and how far above it the plan is (serialize/insight/
+// plan.h, no planner run), or why the lifetimes could not be derived. Left out
+// for a file with errors outside the plan (its tables cannot be trusted).
+void AddMemoryPlan(nlohmann::json& d, const PteFile& pte) {
+  if (!pte.program() || !d.contains("methods")) return;
+  for (const Finding& f : pte.report().findings()) {
+    if (f.severity == Finding::Severity::kError && f.code.rfind("plan-", 0) != 0) return;
+  }
+  PlanReportOptions o;
+  o.run_planners = false;
+  const PlanReport r = AnalyzePlan(pte, o);
+  auto& methods = d["methods"];
+  for (size_t i = 0; i < r.methods.size() && i < methods.size(); ++i) {
+    const MethodPlan& m = r.methods[i];
+    if (methods[i].value("name", "") != m.name) continue;
+    nlohmann::json j = {{"planned", m.size_now}, {"planned_tensors", m.planned_tensors}};
+    if (m.not_checked.empty()) {
+      j["lower_bound"] = m.lower_bound;
+      j["above_lower_bound_percent"] = std::round(PercentAbove(m.size_now, m.lower_bound) * 100) / 100;
+    } else {
+      j["lower_bound"] = nullptr;
+      j["not_checked"] = m.not_checked;
+    }
+    methods[i]["memory_plan"] = j;
+  }
+}
+
 }  // namespace
 
 bool IsPtdFile(const std::string& path) {
@@ -186,6 +217,7 @@ nlohmann::json InspectDocument(const LoadedFiles& l) {
   nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
   if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
   if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
+  if (l.pte) AddMemoryPlan(d, *l.pte);
   return d;
 }
 
@@ -202,6 +234,7 @@ Verdict Judge(LoadedFiles& l, bool strict) {
         v.unchecked.push_back("external tensors (no --ptd)");
       }
       if (f.code == "legacy-format") v.unchecked.push_back("a legacy-layout .ptd, accepted for older runtimes only");
+      if (f.code == "plan-not-checked") v.unchecked.push_back(f.message);
     }
   }
   if (strict && v.warnings > 0) v.ok = false;
@@ -217,8 +250,38 @@ nlohmann::json VerdictJson(const std::string& file, const Verdict& v, bool stric
                         {"findings", FindingsJson(reports)}};
 }
 
+bool BpteVerdictOk(const bpte::BpteFile& f, bool strict) {
+  const size_t warnings = f.report().findings().size() - f.report().error_count();
+  return f.ok() && !(strict && warnings > 0);
+}
+
+nlohmann::json BpteVerdictJson(const bpte::BpteFile& f, const std::string& file, bool strict) {
+  return nlohmann::json{{"file", file},
+                        {"format", "bpte"},
+                        {"valid", BpteVerdictOk(f, strict)},
+                        {"strict", strict},
+                        {"not_checked", nlohmann::json::array()},
+                        {"findings", FindingsJson({&f.report()})}};
+}
+
+// A BundledProgram is recognised by its identifier, as the CLI does (a
+// .bpte has no .ptd files).
+namespace {
+bool IsBpte(const std::string& path, const VerifyOptions& options) {
+  return options.ptd.empty() && bpte::IsBpteFile(path);
+}
+}  // namespace
+
 VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
-  LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
+  const ReadOptions ro = ReadOptionsFor(options);  // the options are checked for a .bpte too
+  if (IsBpte(path, options)) {
+    auto f = bpte::BpteFile::Open(path);
+    VerifyResult r;
+    r.valid = BpteVerdictOk(*f, options.strict);
+    r.findings = f->report().findings();
+    return r;
+  }
+  LoadedFiles l = LoadFiles(path, options.ptd, ro);
   Verdict v = Judge(l, options.strict);
   VerifyResult r;
   r.valid = v.ok;
@@ -230,15 +293,24 @@ VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
 }
 
 std::string VerifyJson(const std::string& path, const VerifyOptions& options, int indent) {
-  LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
+  const ReadOptions ro = ReadOptionsFor(options);
+  if (IsBpte(path, options)) {
+    return BpteVerdictJson(*bpte::BpteFile::Open(path), path, options.strict)
+        .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  LoadedFiles l = LoadFiles(path, options.ptd, ro);
   Verdict v = Judge(l, options.strict);
   return VerdictJson(path, v, options.strict, l.reports())
       .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+  const ReadOptions ro = ReadOptionsFor(options);
+  if (IsBpte(path, options)) {
+    return bpte::DescribeBpte(*bpte::BpteFile::Open(path))
+        .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   // A legacy .ptd is explained either way; its verdict ("valid") is Verify's.
-  ReadOptions ro = ReadOptionsFor(options);
   return InspectDocument(LoadFiles(path, options.ptd, ro))
       .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -56,4 +56,12 @@ Verdict Judge(LoadedFiles& l, bool strict);
 nlohmann::json VerdictJson(const std::string& file, const Verdict& v, bool strict,
                            const std::vector<const Report*>& reports);
 
+namespace bpte {
+class BpteFile;
+}
+// `verify --json` of a BundledProgram (.bpte): {"file", "format": "bpte",
+// "valid", "strict", "not_checked", "findings"}. With `strict`, warnings fail.
+nlohmann::json BpteVerdictJson(const bpte::BpteFile& f, const std::string& file, bool strict);
+bool BpteVerdictOk(const bpte::BpteFile& f, bool strict);
+
 }  // namespace ptepack

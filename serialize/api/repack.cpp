@@ -90,21 +90,20 @@ void Compare(const std::string& file, const Bytes& input, const Bytes& output,
   }
 }
 
-// The written files against the inputs they were read from (a .ptd by name).
+// The written files against the inputs they were read from. The package
+// keeps the input's .ptd files in their order, so the i-th written .ptd is
+// the i-th input's rewrite (whatever its name: one named after the output,
+// or the input itself, kept).
 void CheckIdentity(const ValidInput& input, const WriteResult& written, IdentityCheck& id) {
   id.checked = true;
   auto out = MappedFile::Open(written.pte.path);
   Compare(
       input.paths[0], input.pte->file(), out->All(), [&](uint64_t o) { return PteRegion(*input.pte, o); }, id);
-  for (const auto& w : written.ptds) {
-    const std::string name = std::filesystem::path(w.path).filename().string();
-    for (size_t i = 0; i < input.ptds.size(); ++i) {
-      if (std::filesystem::path(input.paths[i + 1]).filename().string() != name) continue;
-      auto o = MappedFile::Open(w.path);
-      Compare(
-          input.paths[i + 1], input.ptds[i]->file(), o->All(),
-          [&](uint64_t off) { return PtdRegion(*input.ptds[i], off); }, id);
-    }
+  for (size_t i = 0; i < written.ptds.size() && i < input.ptds.size(); ++i) {
+    auto o = MappedFile::Open(written.ptds[i].path);
+    Compare(
+        input.paths[i + 1], input.ptds[i]->file(), o->All(),
+        [&](uint64_t off) { return PtdRegion(*input.ptds[i], off); }, id);
   }
   if (written.ptds.size() != input.ptds.size()) {
     id.differences.push_back({input.paths[0], 0, "number of .ptd files", input.ptds.size(), written.ptds.size()});
@@ -112,17 +111,28 @@ void CheckIdentity(const ValidInput& input, const WriteResult& written, Identity
   id.identical = id.differences.empty();
 }
 
-// Before writing: does the laid-out program already differ from the input?
+// Before writing: would the output differ from the input anywhere -- the
+// .pte and each .ptd, padding included? Compares the layouts with the
+// inputs without writing (data that views the input itself is not read).
 bool LayoutDiffers(const ValidInput& input, const Package& pkg, const BackendConfig& config, IdentityCheck& id) {
-  PteLayout l = LayoutPte(pkg, config);
-  const Bytes& in = input.pte->file();
-  Bytes head = Bytes::View(l.head.data(), l.head.size(), nullptr);
-  auto off = FirstDifference(in.Sub(0, std::min<uint64_t>(in.size, head.size)), head);
-  if (!off && l.total_size() != in.size) off = std::min<uint64_t>(l.total_size(), in.size);
-  if (!off) return false;
   id.checked = true;
-  id.differences.push_back({input.paths[0], *off, PteRegion(*input.pte, *off), in.size, l.total_size()});
-  return true;
+  const PteLayout l = LayoutPte(pkg, config);
+  const Bytes& in = input.pte->file();
+  if (auto off = FirstDifference(l, in)) {
+    id.differences.push_back({input.paths[0], *off, PteRegion(*input.pte, *off), in.size, l.total_size()});
+  }
+  for (size_t i = 0; i < l.external.size() && i < input.ptds.size(); ++i) {
+    const PtdLayout pl = LayoutPtd(l.external[i], config.ptd_segment_alignment);
+    const Bytes& pin = input.ptds[i]->file();
+    if (auto off = FirstDifference(pl, pin)) {
+      id.differences.push_back({input.paths[i + 1], *off, PtdRegion(*input.ptds[i], *off), pin.size, pl.total_size()});
+    }
+  }
+  if (l.external.size() != input.ptds.size()) {
+    id.differences.push_back({input.paths[0], 0, "number of .ptd files", input.ptds.size(), l.external.size()});
+  }
+  id.identical = id.differences.empty();
+  return !id.identical;
 }
 
 RepackResult Rewrite(const std::string& in, const std::string& out, const std::vector<std::string>& ptds,
@@ -148,11 +158,16 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
                 "--upgrade-ptd): the inferred config is " +
                     inf.config.ToJsonString(-1));
   }
+  // --expect-identical: the whole output is compared with the input before
+  // anything is written, so a difference (exit 3) leaves nothing behind.
   if (expect_identical && LayoutDiffers(input, pkg, r.config, r.identity)) return r;
   WriteOptions wo = wo_in;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
   r.written = WritePackage(pkg, r.config, out, wo);
-  if (unchanged && !wo.dry_run) CheckIdentity(input, r.written, r.identity);
+  if (unchanged && !wo.dry_run) {
+    r.identity = IdentityCheck{};
+    CheckIdentity(input, r.written, r.identity);
+  }
   return r;
 }
 
@@ -177,6 +192,17 @@ RepackResult Split(const std::string& in, const std::string& out, const SplitOpt
     c.inline_constants = false;
   };
   return Rewrite(in, out, options.ptd, edit, false, options.write);
+}
+
+nlohmann::json WrittenFilesJson(const WriteResult& r) {
+  nlohmann::json files = nlohmann::json::array();
+  files.push_back({{"path", r.pte.path}, {"size", r.pte.size}});
+  for (const auto& p : r.ptds) {
+    nlohmann::json f = {{"path", p.path}, {"size", p.size}};
+    if (p.kept) f["kept"] = true;
+    files.push_back(std::move(f));
+  }
+  return files;
 }
 
 nlohmann::json IdentityJson(const IdentityCheck& id) {

@@ -12,4 +12,8 @@ namespace ptepack {
 // output_size}]}, or null when the output was not compared with the input.
 nlohmann::json IdentityJson(const IdentityCheck& id);
 
+// The files of a write: [{"path", "size"}] (.pte first), a .ptd left as it
+// was with "kept": true.
+nlohmann::json WrittenFilesJson(const WriteResult& r);
+
 }  // namespace ptepack

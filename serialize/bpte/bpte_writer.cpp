@@ -1,13 +1,15 @@
 // Encoding .bpte files and the tests directory form (see bpte.h).
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "bundled_program_views_generated.h"
 #include "serialize/bpte/bpte.h"
 #include "serialize/format/fbtree.h"
-#include "serialize/io/json_limits.h"
+#include "serialize/io/json_reader.h"
 
 namespace ptepack::bpte {
 namespace bfb = bundled_program_flatbuffer;
@@ -196,63 +198,59 @@ std::vector<std::pair<std::string, Bytes>> TestsToFiles(const BundledProgramData
 
 namespace {
 
-[[noreturn]] void Bad(const std::string& file, const std::string& where, const std::string& what) {
-  throw Error(Finding{Finding::Severity::kError, "bad-json", where + ": " + what, file, {}, {}, {}});
-}
-
-int DtypeOf(const std::string& file, const std::string& where, const nlohmann::json& j) {
-  if (j.is_number_integer()) return j.get<int>();
-  if (!j.is_string()) Bad(file, where, "dtype must be a ScalarType name");
-  const std::string n = j.get<std::string>();
+// A ScalarType name, or its number (as a number, or as the text extract-tests
+// writes for a type without a name).
+int DtypeOf(const JsonField& j) {
+  if (j.is_number()) return static_cast<int>(j.I64(INT8_MIN, INT8_MAX));
+  const std::string n = j.String();
   for (int t = 0; t <= static_cast<int>(efb::ScalarType::MAX); ++t) {
     const char* name = efb::EnumNameScalarType(static_cast<efb::ScalarType>(t));
-    if (name && n == name) return t;
+    if (name && *name && n == name) return t;
   }
-  Bad(file, where, "unknown dtype \"" + n + "\"");
+  char* end = nullptr;
+  const long t = n.empty() ? 0 : std::strtol(n.c_str(), &end, 10);
+  if (!n.empty() && *end == '\0' && t >= INT8_MIN && t <= INT8_MAX) return static_cast<int>(t);
+  j.Fail("unknown dtype \"" + n + "\"", "a ScalarType name (FLOAT, INT, ...)");
 }
 
-TestValue LoadValue(const std::string& file, const std::filesystem::path& dir, const std::string& where,
-                    const nlohmann::json& j) {
+TestValue LoadValue(const std::filesystem::path& dir, const JsonField& j) {
   TestValue v;
-  if (!j.is_object() || j.size() != 1)
-    Bad(file, where, "a value is an object with one key: tensor, int, bool or double");
-  const std::string key = j.begin().key();  // (items() is a temporary: no binding into it)
-  const nlohmann::json& x = j.begin().value();
-  try {
-    if (key == "int") {
-      v.kind = ValueKind::kInt;
-      v.int_val = x.get<int64_t>();
-    } else if (key == "bool") {
-      v.kind = ValueKind::kBool;
-      v.bool_val = x.get<bool>();
-    } else if (key == "double") {
-      v.kind = ValueKind::kDouble;
-      v.double_val = x.get<double>();
-    } else if (key == "double_bits") {
-      v.kind = ValueKind::kDouble;
-      uint64_t bits = std::stoull(x.get<std::string>(), nullptr, 0);
-      std::memcpy(&v.double_val, &bits, 8);
-    } else if (key == "tensor") {
-      v.kind = ValueKind::kTensor;
-      v.tensor.scalar_type = static_cast<int8_t>(DtypeOf(file, where, x.at("dtype")));
-      v.tensor.sizes = x.at("sizes").get<std::vector<int32_t>>();
-      if (x.contains("dim_order")) {
-        v.tensor.dim_order = x.at("dim_order").get<std::vector<uint8_t>>();
-      } else {
-        for (size_t i = 0; i < v.tensor.sizes.size(); ++i) v.tensor.dim_order.push_back(static_cast<uint8_t>(i));
-      }
-      const std::string data = x.at("data").get<std::string>();
-      const std::string raw = ReadSmallFile((dir / data).string(), uint64_t{1} << 31);
-      v.tensor.data = Bytes::Own(std::vector<uint8_t>(raw.begin(), raw.end()));
-    } else {
-      Bad(file, where, "unknown value kind \"" + key + "\" (tensor, int, bool, double, double_bits)");
+  if (!j.is_object() || j.size() != 1) j.Fail("a value is an object with one key: tensor, int, bool or double");
+  const auto [key, x] = j.Members().front();
+  if (key == "int") {
+    v.kind = ValueKind::kInt;
+    v.int_val = x.I64();
+  } else if (key == "bool") {
+    v.kind = ValueKind::kBool;
+    v.bool_val = x.Bool();
+  } else if (key == "double") {
+    v.kind = ValueKind::kDouble;
+    v.double_val = x.Number();
+  } else if (key == "double_bits") {
+    v.kind = ValueKind::kDouble;
+    const std::string text = x.String();
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long bits = std::strtoull(text.c_str(), &end, 0);
+    if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == '-') {
+      x.Fail("must be the double's 64 bits as a number (\"0x7ff8000000000000\")", "", x.Shown());
     }
-  } catch (const nlohmann::json::exception& e) {
-    Bad(file, where + "." + key, e.what());
-  } catch (const std::invalid_argument&) {
-    Bad(file, where + "." + key, "not a number");
-  } catch (const std::out_of_range&) {
-    Bad(file, where + "." + key, "number out of range");
+    const uint64_t b = bits;
+    std::memcpy(&v.double_val, &b, 8);
+  } else if (key == "tensor") {
+    v.kind = ValueKind::kTensor;
+    x.RejectUnknown({"dtype", "sizes", "dim_order", "data"});
+    v.tensor.scalar_type = static_cast<int8_t>(DtypeOf(x["dtype"]));
+    for (int64_t d : x["sizes"].Ints(INT32_MIN, INT32_MAX)) v.tensor.sizes.push_back(static_cast<int32_t>(d));
+    if (auto d = x.Find("dim_order")) {
+      for (int64_t e : d->Ints(0, 255)) v.tensor.dim_order.push_back(static_cast<uint8_t>(e));
+    } else {
+      for (size_t i = 0; i < v.tensor.sizes.size(); ++i) v.tensor.dim_order.push_back(static_cast<uint8_t>(i));
+    }
+    const std::string raw = ReadSmallFile((dir / x["data"].String()).string(), uint64_t{1} << 31);
+    v.tensor.data = Bytes::Own(std::vector<uint8_t>(raw.begin(), raw.end()));
+  } else {
+    j.Fail("unknown value kind \"" + key + "\"", "tensor, int, bool, double or double_bits");
   }
   return v;
 }
@@ -260,44 +258,22 @@ TestValue LoadValue(const std::string& file, const std::filesystem::path& dir, c
 }  // namespace
 
 BundledProgramData LoadTests(const std::string& path) {
-  const std::string text = ReadSmallFile(path);
-  CheckJsonDepth(text, path, "bad-json");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    Bad(path, "tests", e.what());
-  }
+  const JsonDocument doc = JsonDocument::Load(path, "bad-json");
+  const JsonField root = doc.root();
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   BundledProgramData d;
-  if (!doc.is_object()) Bad(path, "top level", "expected an object with method_test_suites");
-  try {
-    d.version = doc.value("version", kDefaultVersion);
-    const auto& suites = doc.at("method_test_suites");
-    if (!suites.is_array()) Bad(path, "method_test_suites", "expected an array");
-    for (size_t s = 0; s < suites.size(); ++s) {
-      const std::string ws = "method_test_suites[" + std::to_string(s) + "]";
-      MethodTestSuite ms;
-      ms.method_name = suites[s].at("method_name").get<std::string>();
-      const auto& cases = suites[s].at("test_cases");
-      if (!cases.is_array()) Bad(path, ws + ".test_cases", "expected an array");
-      for (size_t c = 0; c < cases.size(); ++c) {
-        const std::string wc = ws + ".test_cases[" + std::to_string(c) + "]";
-        TestCase tc;
-        for (const char* key : {"inputs", "expected_outputs"}) {
-          const auto& list = cases[c].at(key);
-          if (!list.is_array()) Bad(path, wc + "." + key, "expected an array");
-          auto& out = std::string(key) == "inputs" ? tc.inputs : tc.expected_outputs;
-          for (size_t i = 0; i < list.size(); ++i) {
-            out.push_back(LoadValue(path, dir, wc + "." + key + "[" + std::to_string(i) + "]", list[i]));
-          }
-        }
-        ms.test_cases.push_back(std::move(tc));
-      }
-      d.suites.push_back(std::move(ms));
+  root.Object();
+  if (auto v = root.Find("version")) d.version = static_cast<uint32_t>(v->U64(UINT32_MAX));
+  for (const JsonField& suite : root["method_test_suites"].Elements()) {
+    MethodTestSuite ms;
+    ms.method_name = suite["method_name"].String();
+    for (const JsonField& c : suite["test_cases"].Elements()) {
+      TestCase tc;
+      for (const JsonField& e : c["inputs"].Elements()) tc.inputs.push_back(LoadValue(dir, e));
+      for (const JsonField& e : c["expected_outputs"].Elements()) tc.expected_outputs.push_back(LoadValue(dir, e));
+      ms.test_cases.push_back(std::move(tc));
     }
-  } catch (const nlohmann::json::exception& e) {
-    Bad(path, "tests", e.what());
+    d.suites.push_back(std::move(ms));
   }
   return d;
 }

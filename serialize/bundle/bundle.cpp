@@ -15,7 +15,7 @@
 
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
-#include "serialize/io/json_limits.h"
+#include "serialize/io/json_reader.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/ptd_reader.h"
@@ -254,43 +254,37 @@ BundleInfo ReadIndex(int fd, const std::string& path) {
   if (ReadAt(fd, reinterpret_cast<uint8_t*>(text.data()), text.size(), index_off, path) != text.size()) {
     Fail("bad-bundle", path, "cannot read bundle index");
   }
-  CheckJsonDepth(text, path, "bad-bundle");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    Fail("bad-bundle", path, std::string("bundle index is not valid JSON: ") + e.what());
+  // The index is read through the one JSON reader: a field of the wrong type
+  // or range is a located error naming it, never a parser exception.
+  const JsonDocument doc(std::move(text), path, "bad-bundle", index_off);
+  const JsonField j = doc.root();
+  j.Object();
+  if (!j.Has("format") || !j["format"].is_string() || j["format"].String() != "ptepack-bundle") {
+    (j.Has("format") ? j["format"] : j).Fail("not a ptepack bundle index", "\"format\": \"ptepack-bundle\"");
   }
-  if (!j.is_object() || j.value("format", "") != "ptepack-bundle") Fail("bad-bundle", path, "bad index format");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1) {
-    Fail("bad-bundle", path, "unsupported bundle version (this ptepack reads version 1)");
-  }
-  if (!j.contains("files") || !j["files"].is_array() || j["files"].empty()) {
-    Fail("bad-bundle", path, "bundle index lists no files");
-  }
+  if (j["version"].U64() != 1) j["version"].Fail("unsupported bundle version (this ptepack reads version 1)");
+  const std::vector<JsonField> files = j["files"].Elements();
+  if (files.empty()) j["files"].Fail("bundle index lists no files");
   std::set<std::string> names;
   uint64_t prev_end = 8;
-  for (const auto& f : j["files"]) {
+  for (const JsonField& f : files) {
     BundleMember m;
-    try {
-      m.name = f.at("name").get<std::string>();
-      m.kind = f.at("kind").get<std::string>();
-      m.size = f.at("size").get<uint64_t>();
-      m.offset = f.at("offset").get<uint64_t>();
-      m.compressed_size = f.at("compressed_size").get<uint64_t>();
-      std::string h = f.at("xxh3").get<std::string>();
-      if (h.size() != 16 || h.find_first_not_of("0123456789abcdef") != std::string::npos)
-        throw std::invalid_argument(h);
-      m.xxh3 = std::stoull(h, nullptr, 16);
-    } catch (const std::exception&) {
-      Fail("bad-bundle", path, "bundle index entry malformed");
+    m.name = f["name"].String();
+    m.kind = f["kind"].String();
+    m.size = f["size"].U64();
+    m.offset = f["offset"].U64();
+    m.compressed_size = f["compressed_size"].U64();
+    const std::string h = f["xxh3"].String();
+    if (h.size() != 16 || h.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      f["xxh3"].Fail("must be 16 lowercase hex digits", "", f["xxh3"].Shown());
     }
+    m.xxh3 = std::stoull(h, nullptr, 16);
     if (!SafeName(m.name) || !names.insert(m.name).second) {
-      Fail("bad-bundle", path, "bundle member name \"" + m.name + "\" is not a unique plain file name");
+      f["name"].Fail("bundle member name \"" + m.name + "\" is not a unique plain file name");
     }
-    if (m.kind != "pte" && m.kind != "ptd") Fail("bad-bundle", path, m.name + ": unknown kind \"" + m.kind + "\"");
+    if (m.kind != "pte" && m.kind != "ptd") f["kind"].Fail(m.name + ": unknown kind \"" + m.kind + "\"", "pte or ptd");
     if (m.offset < prev_end || m.offset > index_off || m.compressed_size > index_off - m.offset) {
-      Fail("bad-bundle", path, m.name + ": compressed data lies outside the member area");
+      f.Fail(m.name + ": compressed data lies outside the member area");
     }
     prev_end = m.offset + m.compressed_size;
     info.members.push_back(std::move(m));

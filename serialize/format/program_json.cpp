@@ -1,6 +1,7 @@
 #include "serialize/format/program_json.h"
 
 #include <flatbuffers/idl.h>
+#include <flatbuffers/reflection.h>
 
 #include <cctype>
 #include <cmath>
@@ -22,6 +23,13 @@ namespace ptepack {
 std::unique_ptr<flatbuffers::Parser> ProgramJsonParser() {
   flatbuffers::IDLOptions opts;
   opts.strict_json = true;
+  // A string that is not UTF-8 (ExecuTorch's runtime reads container_meta_type
+  // and names as bytes; `verify` accepts them) prints its other bytes as \xNN
+  // escapes and reads back from them, byte for byte; valid UTF-8 prints as
+  // before. Without it such a program could not be printed at all (`extract`
+  // failed with internal-json on testdata/regressions/
+  // pte-zero-size-constant-in-padding.pte).
+  opts.allow_non_utf8 = true;
   auto p = std::make_unique<flatbuffers::Parser>(opts);
   if (!p->Deserialize(schema::k_program_bfbs, schema::k_program_bfbs_size)) {
     throw Error("internal-schema", "cannot load the embedded program schema");
@@ -30,6 +38,70 @@ std::unique_ptr<flatbuffers::Parser> ProgramJsonParser() {
 }
 
 namespace {
+
+// A bool is stored as a byte; ExecuTorch's runtime reads any nonzero byte as
+// true, and `verify` accepts it. FlatBuffers' printer writes such a byte as
+// `true`, which reads back as 1: the file would not come back byte for byte
+// (found by fuzz_pte_reader's extract -> pack check: requires_grad stored as
+// 24). A program holding a bool byte other than 0 or 1 is printed with a
+// schema in which bools are ubytes: every bool prints as its number, which
+// FlatBuffers' parser stores as it is for a bool field.
+bool HasRawBool(const fb::Value& v) {
+  if (v.type == reflection::Bool && v.kind == fb::Value::Kind::kScalar && v.bits() > 1) return true;
+  if (v.type == reflection::Bool && v.kind == fb::Value::Kind::kScalarVector) {
+    for (size_t i = 0; i < v.scalars().size; ++i) {
+      if (v.scalars().data[i] > 1) return true;
+    }
+  }
+  if (v.table()) {
+    for (const auto& f : v.table()->fields) {
+      if (HasRawBool(f)) return true;
+    }
+  }
+  for (const auto& e : v.elems()) {
+    if (HasRawBool(e)) return true;
+  }
+  return false;
+}
+
+bool HasRawBool(const fb::Table& t) {
+  for (const auto& f : t.fields) {
+    if (HasRawBool(f)) return true;
+  }
+  return false;
+}
+
+// The program schema with every bool (field or vector element) retyped as
+// ubyte: the same bytes, printed as numbers.
+const std::vector<uint8_t>& SchemaWithNumericBools() {
+  static const std::vector<uint8_t> bfbs = [] {
+    std::vector<uint8_t> b(schema::k_program_bfbs, schema::k_program_bfbs + schema::k_program_bfbs_size);
+    auto* s = flatbuffers::GetMutableRoot<reflection::Schema>(b.data());
+    for (const reflection::Object* obj : *s->objects()) {
+      for (const reflection::Field* f : *obj->fields()) {
+        auto* type = reinterpret_cast<flatbuffers::Table*>(const_cast<reflection::Type*>(f->type()));
+        if (f->type()->base_type() == reflection::Bool) {
+          type->SetField<int8_t>(reflection::Type::VT_BASE_TYPE, reflection::UByte, 0);
+        }
+        if (f->type()->element() == reflection::Bool) {
+          type->SetField<int8_t>(reflection::Type::VT_ELEMENT, reflection::UByte, 0);
+        }
+      }
+    }
+    return b;
+  }();
+  return bfbs;
+}
+
+std::unique_ptr<flatbuffers::Parser> PrinterWithNumericBools() {
+  flatbuffers::IDLOptions opts;
+  opts.strict_json = true;
+  opts.allow_non_utf8 = true;
+  auto p = std::make_unique<flatbuffers::Parser>(opts);
+  const auto& b = SchemaWithNumericBools();
+  if (!p->Deserialize(b.data(), b.size())) throw Error("internal-schema", "cannot load the program schema");
+  return p;
+}
 
 // FlatBuffers' text printer writes a double with 12 digits after the point
 // (std::fixed): a float32 scale widened to double loses its low bits and
@@ -185,7 +257,7 @@ std::string ProgramToJson(const fb::Table& program) {
   doubles.ChooseBase(*copy);
   doubles.Swap(*copy);
   fb::Encoded e = fb::Encode(fb::ProgramSchema(), *copy, fb::EncodeOptions{});
-  auto parser = ProgramJsonParser();
+  auto parser = HasRawBool(*copy) ? PrinterWithNumericBools() : ProgramJsonParser();
   std::string out;
   if (!flatbuffers::GenerateText(*parser, e.data.data(), &out)) {
     throw Error("internal-json", "cannot print program as JSON");

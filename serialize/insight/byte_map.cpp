@@ -23,31 +23,7 @@ const char* Colour(const std::string& kind) {
   return it == colours.end() ? "#9c755f" : it->second;
 }
 
-// Text for XML: markup characters escaped, characters XML 1.0 forbids
-// (control characters from names in the file) shown as '?'.
-std::string Xml(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f ? '?' : static_cast<char>(c);
-        break;
-    }
-  }
-  return out;
-}
+std::string Xml(const std::string& s) { return XmlText(s); }
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -128,6 +104,32 @@ double LegendAndList(std::ostringstream& o, const FileSize& f) {
 }
 
 }  // namespace
+
+// Text for XML: markup characters escaped, characters XML 1.0 forbids
+// (control characters from names in the file) shown as '?'.
+std::string XmlText(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f ? '?' : static_cast<char>(c);
+        break;
+    }
+  }
+  return out;
+}
 
 std::string ByteMapSvg(const FileSize& f, const ByteMapOptions& opt) {
   std::ostringstream body;

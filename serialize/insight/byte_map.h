@@ -20,4 +20,8 @@ std::string ByteMapSvg(const FileSize& f, const ByteMapOptions& o = {});
 // An HTML page holding the same SVG inline.
 std::string ByteMapHtml(const FileSize& f, const ByteMapOptions& o = {});
 
+// Text for XML: markup characters escaped, characters XML 1.0 forbids
+// (control characters from names in the file) shown as '?'.
+std::string XmlText(const std::string& s);
+
 }  // namespace ptepack

@@ -32,14 +32,24 @@ const std::set<std::string>& LayoutFields() {
   return kFields;
 }
 
+// The memory plan: where each planned tensor is in its buffer and how large
+// the buffers are (the memory_id stays content: which buffer a tensor uses).
+const std::set<std::string>& PlanFields() {
+  static const std::set<std::string> kFields = {"memory_offset_low", "memory_offset_high", "non_const_buffer_sizes"};
+  return kFields;
+}
+
 class TreeHasher {
  public:
+  // without_plan: leave the memory plan's fields out too.
+  explicit TreeHasher(bool without_plan = false) : without_plan_(without_plan) {}
   void Table(const fb::Table& t) {
     const auto& fields = fb::ProgramSchema().FieldsById(*t.def);
     Mix(fields.size());
     for (size_t id = 0; id < fields.size(); ++id) {
       const reflection::Field* f = fields[id];
       if (f == nullptr || f->deprecated() || LayoutFields().count(f->name()->str())) continue;
+      if (without_plan_ && PlanFields().count(f->name()->str())) continue;
       Mix(id);
       Field(*f, id < t.fields.size() ? t.fields[id] : fb::Value{});
     }
@@ -97,6 +107,7 @@ class TreeHasher {
         return;
     }
   }
+  bool without_plan_ = false;
   Xxh3Stream s_;
 };
 
@@ -124,7 +135,10 @@ struct MethodInfo {
   uint64_t instructions = 0, values = 0, chains = 0;
   std::string inputs, outputs, planned;
   std::vector<DelegateInfo> delegates;
-  uint64_t hash = 0;  // the plan's content, layout fields left out
+  uint64_t hash = 0;       // the plan's content, layout fields left out
+  uint64_t hash_rest = 0;  // the same without the memory plan (offsets, buffer sizes)
+  // Planned tensors: value index -> (memory_id, offset).
+  std::map<uint32_t, std::pair<uint32_t, uint64_t>> planned_at;
 };
 
 // Orders "forward/value 9" before "forward/value 10".
@@ -270,10 +284,19 @@ class Summarizer {
       TreeHasher h;
       h.Table(*tree);
       m.hash = h.Digest();
+      TreeHasher rest(/*without_plan=*/true);
+      rest.Table(*tree);
+      m.hash_rest = rest.Digest();
     }
     if (plan.values()) {
       for (flatbuffers::uoffset_t vi = 0; vi < plan.values()->size(); ++vi) {
-        if (const auto* t = plan.values()->Get(vi)->val_as_Tensor()) Tensor(name, vi, *t);
+        const auto* t = plan.values()->Get(vi)->val_as_Tensor();
+        if (!t) continue;
+        if (const auto* ai = t->allocation_info()) {
+          m.planned_at[vi] = {ai->memory_id(),
+                              (uint64_t{ai->memory_offset_high()} << 32) | uint64_t{ai->memory_offset_low()}};
+        }
+        Tensor(name, vi, *t);
       }
     }
   }
@@ -429,8 +452,10 @@ class Comparer {
   }
 
  private:
-  void Add(std::string cat, std::string subject, std::string kind, std::string a, std::string b, bool layout = false) {
-    out_.push_back(DiffChange{std::move(cat), std::move(subject), std::move(kind), std::move(a), std::move(b), layout});
+  void Add(std::string cat, std::string subject, std::string kind, std::string a, std::string b, bool layout = false,
+           bool plan = false) {
+    out_.push_back(
+        DiffChange{std::move(cat), std::move(subject), std::move(kind), std::move(a), std::move(b), layout, plan});
   }
 
   static std::string MethodLine(const MethodInfo& m) {
@@ -487,11 +512,32 @@ class Comparer {
     count("chains", a.chains, b.chains);
     if (a.inputs != b.inputs) Add("io", name + " inputs", "changed", a.inputs, b.inputs);
     if (a.outputs != b.outputs) Add("io", name + " outputs", "changed", a.outputs, b.outputs);
-    if (a.planned != b.planned) Add("memory", name + " planned buffers", "changed", a.planned, b.planned);
     Delegates(name, a.delegates, b.delegates);
-    if (out_.size() == before && a.hash != b.hash) {
+    const bool listed = out_.size() != before;
+    if (a.planned != b.planned) Add("memory", name + " planned buffers", "changed", a.planned, b.planned, false, true);
+    if (!listed && a.hash_rest != b.hash_rest) {
       Add("method", name, "changed", "values or instruction arguments differ", "");
+    } else if (!listed && a.hash != b.hash) {
+      MovedTensors(name, a, b);
     }
+  }
+
+  // The same program with planned tensors at other offsets of their buffers.
+  void MovedTensors(const std::string& name, const MethodInfo& a, const MethodInfo& b) {
+    size_t moved = 0;
+    std::string first;
+    for (const auto& [v, at] : a.planned_at) {
+      auto it = b.planned_at.find(v);
+      if (it == b.planned_at.end() || it->second == at) continue;
+      if (moved++ == 0) {
+        first = "values[" + std::to_string(v) + "] at " + std::to_string(at.second) + " -> " +
+                std::to_string(it->second.second) + " in buffer " + std::to_string(at.first);
+      }
+    }
+    Add("memory", name + " planned tensor offsets", "changed",
+        std::to_string(moved) + " of " + std::to_string(a.planned_at.size()) +
+            " planned tensors moved (first: " + first + ")",
+        "", false, true);
   }
 
   void Delegates(const std::string& method, const std::vector<DelegateInfo>& a, const std::vector<DelegateInfo>& b) {
@@ -589,6 +635,8 @@ const char* DiffVerdictName(DiffVerdict v) {
       return "identical";
     case DiffVerdict::kLayoutOnly:
       return "layout only";
+    case DiffVerdict::kMemoryPlanOnly:
+      return "memory plan only";
     case DiffVerdict::kDifferent:
       return "different";
   }
@@ -597,7 +645,11 @@ const char* DiffVerdictName(DiffVerdict v) {
 
 size_t DiffResult::content_changes() const {
   return static_cast<size_t>(
-      std::count_if(changes.begin(), changes.end(), [](const DiffChange& c) { return !c.layout; }));
+      std::count_if(changes.begin(), changes.end(), [](const DiffChange& c) { return !c.layout && !c.plan; }));
+}
+
+size_t DiffResult::plan_changes() const {
+  return static_cast<size_t>(std::count_if(changes.begin(), changes.end(), [](const DiffChange& c) { return c.plan; }));
 }
 
 DiffResult DiffPrograms(const PteFile& a, const std::vector<const PtdFile*>& ptds_a, const PteFile& b,
@@ -617,6 +669,8 @@ DiffResult DiffPrograms(const PteFile& a, const std::vector<const PtdFile*>& ptd
   Comparer(sa, sb, &r.changes).Run();
   if (r.content_changes() > 0) {
     r.verdict = DiffVerdict::kDifferent;
+  } else if (r.plan_changes() > 0) {
+    r.verdict = DiffVerdict::kMemoryPlanOnly;
   } else if (!r.changes.empty() || sa.file_hashes != sb.file_hashes) {
     r.verdict = DiffVerdict::kLayoutOnly;
   } else {
@@ -650,6 +704,7 @@ nlohmann::json DiffJson(const DiffResult& r) {
   nlohmann::json j;
   j["verdict"] = DiffVerdictName(r.verdict);
   j["content_changes"] = r.content_changes();
+  j["plan_changes"] = r.plan_changes();
   j["summary"] = nlohmann::json::object();
   for (const auto& [category, kinds] : CountChanges(r)) {
     for (const auto& [kind, n] : kinds) j["summary"][category][kind] = n;
@@ -663,7 +718,8 @@ nlohmann::json DiffJson(const DiffResult& r) {
                             {"kind", c.kind},
                             {"a", c.a},
                             {"b", c.b},
-                            {"layout", c.layout}});
+                            {"layout", c.layout},
+                            {"plan", c.plan}});
   }
   return j;
 }
@@ -677,6 +733,10 @@ std::string RenderDiffText(const DiffResult& r) {
       break;
     case DiffVerdict::kLayoutOnly:
       o << "layout only: the same content, stored differently\n";
+      break;
+    case DiffVerdict::kMemoryPlanOnly:
+      o << "memory plan only: the same content with planned tensors at other offsets or planned buffers of other "
+           "sizes\n";
       break;
     case DiffVerdict::kDifferent:
       o << "different: " << r.content_changes() << " content change" << (r.content_changes() == 1 ? "" : "s") << "\n";
@@ -697,11 +757,12 @@ std::string RenderDiffText(const DiffResult& r) {
   for (size_t i = 0; i < r.changes.size(); ++i) {
     const DiffChange& c = r.changes[i];
     if (i == 0 || r.changes[i - 1].category != c.category) {
-      bool all_layout = true;
+      bool all_layout = true, all_plan = true;
       for (size_t k = i; k < r.changes.size() && r.changes[k].category == c.category; ++k) {
         all_layout = all_layout && r.changes[k].layout;
+        all_plan = all_plan && r.changes[k].plan;
       }
-      o << c.category << (all_layout ? " (layout only)" : "") << ":\n";
+      o << c.category << (all_layout ? " (layout only)" : all_plan ? " (memory plan only)" : "") << ":\n";
     }
     const char* mark = c.kind == "added" ? "+" : c.kind == "removed" ? "-" : c.kind == "moved" ? ">" : "~";
     o << "  " << mark << " " << c.subject << ": ";

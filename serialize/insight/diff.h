@@ -14,7 +14,10 @@
 // debug data (stack traces), plus the bytes of every constant, delegate
 // payload, named blob and mutable initial state. Two programs with the same
 // content in another layout (alignment, flatbuffer order, constants inline or
-// in a segment or in a differently named .ptd) are "layout only".
+// in a segment or in a differently named .ptd) are "layout only". The memory
+// plan (each planned tensor's offset in its buffer, non_const_buffer_sizes;
+// not its memory_id) is content marked apart: two programs that differ in it
+// and in layout only are "memory plan only" (what `ptepack plan -o` writes).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,14 +36,21 @@ struct DiffChange {
   std::string kind;      // added, removed, changed, moved
   std::string a, b;      // each side's value (empty for added/removed)
   bool layout = false;   // true: where bytes are, not what they are
+  // true: the memory plan only (planned tensors' offsets in their buffers,
+  // planned buffer sizes); never with `layout`
+  bool plan = false;
 };
 
 enum class DiffVerdict {
   kIdentical,   // every file byte for byte the same
   kLayoutOnly,  // same content, stored differently
-  kDifferent,   // content differs
+  // The same content except the memory plan: planned tensors at other offsets
+  // of the same buffers, planned buffers of other sizes (`ptepack plan -o`).
+  kMemoryPlanOnly,
+  kDifferent,  // content differs
 };
-const char* DiffVerdictName(DiffVerdict v);  // "identical", "layout only", "different"
+// "identical", "layout only", "memory plan only", "different"
+const char* DiffVerdictName(DiffVerdict v);
 
 struct DiffSide {
   std::string name;
@@ -51,7 +61,8 @@ struct DiffResult {
   DiffVerdict verdict = DiffVerdict::kIdentical;
   DiffSide a, b;
   std::vector<DiffChange> changes;
-  size_t content_changes() const;
+  size_t content_changes() const;  // changes that are neither layout nor memory plan
+  size_t plan_changes() const;
 };
 
 // Compares two checked programs (each with the .ptd files it is loaded with).

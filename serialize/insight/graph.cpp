@@ -89,6 +89,15 @@ std::vector<int32_t> TensorArgs(const et::ExecutionPlan& plan, const et::Instruc
   return out;
 }
 
+// Graphviz attributes of each kind of node (GraphNode::kind).
+std::string DotStyle(const std::string& kind) {
+  if (kind == "input") return "shape=invhouse, style=filled, fillcolor=palegreen, ";
+  if (kind == "output") return "shape=house, style=filled, fillcolor=plum, ";
+  if (kind == "constant") return "shape=note, style=filled, fillcolor=lightyellow, fontsize=10, ";
+  return std::string("shape=box, style=\"rounded,filled\", fillcolor=") +
+         (kind == "delegate" ? "lightsalmon" : "lightblue") + ", ";
+}
+
 bool IsConstant(const et::Tensor& t) {
   const auto* eti = t.extra_tensor_info();
   bool external = eti && eti->location() == et::TensorDataLocation::EXTERNAL;
@@ -97,18 +106,17 @@ bool IsConstant(const et::Tensor& t) {
 
 class MethodGraph {
  public:
-  MethodGraph(const et::Program& p, const et::ExecutionPlan& plan, size_t index, std::ostringstream& o)
-      : p_(p), plan_(plan), m_("m" + std::to_string(index)), o_(o) {}
+  MethodGraph(const et::Program& p, const et::ExecutionPlan& plan, size_t index, GraphMethod& g)
+      : p_(p), plan_(plan), m_("m" + std::to_string(index)), g_(g) {}
 
   void Run() {
-    std::string name = plan_.name() ? plan_.name()->str() : "";
-    o_ << "  subgraph cluster_" << m_ << " {\n    label=" << Quote("method " + name) << ";\n";
+    g_.name = plan_.name() ? plan_.name()->str() : "";
+    g_.cluster = "cluster_" + m_;
     Inputs();
     if (plan_.chains()) {
       for (flatbuffers::uoffset_t c = 0; c < plan_.chains()->size(); ++c) Chain(c, *plan_.chains()->Get(c));
     }
     Outputs();
-    o_ << "  }\n";
   }
 
  private:
@@ -123,8 +131,7 @@ class MethodGraph {
       int32_t v = plan_.inputs()->Get(k);
       std::string id = m_ + "_in" + std::to_string(k);
       const auto* t = TensorAt(v);
-      o_ << "    " << id << " [shape=invhouse, style=filled, fillcolor=palegreen, label="
-         << Quote("input " + std::to_string(k) + "\n" + (t ? Shape(*t) : "value " + std::to_string(v))) << "];\n";
+      Node(id, "input", "input " + std::to_string(k) + "\n" + (t ? Shape(*t) : "value " + std::to_string(v)));
       if (t && !producer_.count(v)) Produced(v, id);
     }
   }
@@ -176,10 +183,10 @@ class MethodGraph {
     for (flatbuffers::uoffset_t i = 0; i < chain.instructions()->size(); ++i) {
       const et::Instruction& ins = *chain.instructions()->Get(i);
       std::string id = m_ + "_c" + std::to_string(c) + "_i" + std::to_string(i);
-      bool delegate = ins.instr_args_as_DelegateCall() != nullptr;
-      o_ << "    " << id
-         << " [shape=box, style=\"rounded,filled\", fillcolor=" << (delegate ? "lightsalmon" : "lightblue")
-         << ", label=" << Quote(InstructionLabel(ins)) << "];\n";
+      const char* kind = ins.instr_args_as_KernelCall()     ? "kernel"
+                         : ins.instr_args_as_DelegateCall() ? "delegate"
+                                                            : "instruction";
+      Node(id, kind, InstructionLabel(ins));
       // A kernel call's last argument is its return value (the out tensor).
       returned_ = -1;
       if (const auto* k = ins.instr_args_as_KernelCall()) {
@@ -208,9 +215,8 @@ class MethodGraph {
     if (it == last_at_.end() || it->second == v) return;
     auto p = producer_.find(it->second);
     if (p == producer_.end() || p->second == user) return;
-    o_ << "    " << p->second << " -> " << user
-       << " [style=dashed, label=" << Quote("v" + std::to_string(v) + " aliases v" + std::to_string(it->second))
-       << "];\n";
+    g_.edges.push_back({p->second, user, "v" + std::to_string(v) + " aliases v" + std::to_string(it->second), v, true});
+    g_.order.push_back({true, g_.edges.size() - 1});
   }
 
   void Produced(int32_t v, const std::string& by) {
@@ -225,8 +231,7 @@ class MethodGraph {
     auto it = producer_.find(v);
     if (it == producer_.end() && t && IsConstant(*t)) {
       std::string cid = m_ + "_const" + std::to_string(v);
-      o_ << "    " << cid << " [shape=note, style=filled, fillcolor=lightyellow, fontsize=10, label="
-         << Quote("constant v" + std::to_string(v) + "\n" + Shape(*t)) << "];\n";
+      Node(cid, "constant", "constant v" + std::to_string(v) + "\n" + Shape(*t));
       it = producer_.emplace(v, cid).first;
     }
     if (it == producer_.end()) {
@@ -240,8 +245,13 @@ class MethodGraph {
 
   void Edge(const std::string& from, const std::string& to, int32_t v) {
     const et::Tensor* t = TensorAt(v);
-    o_ << "    " << from << " -> " << to
-       << " [label=" << Quote("v" + std::to_string(v) + " " + (t ? Shape(*t) : std::string("?"))) << "];\n";
+    g_.edges.push_back({from, to, "v" + std::to_string(v) + " " + (t ? Shape(*t) : std::string("?")), v, false});
+    g_.order.push_back({true, g_.edges.size() - 1});
+  }
+
+  void Node(const std::string& id, const char* kind, const std::string& label) {
+    g_.nodes.push_back({id, kind, label});
+    g_.order.push_back({false, g_.nodes.size() - 1});
   }
 
   void Outputs() {
@@ -250,8 +260,7 @@ class MethodGraph {
       int32_t v = plan_.outputs()->Get(k);
       std::string id = m_ + "_out" + std::to_string(k);
       const auto* t = TensorAt(v);
-      o_ << "    " << id << " [shape=house, style=filled, fillcolor=plum, label="
-         << Quote("output " + std::to_string(k) + "\n" + (t ? Shape(*t) : "value " + std::to_string(v))) << "];\n";
+      Node(id, "output", "output " + std::to_string(k) + "\n" + (t ? Shape(*t) : "value " + std::to_string(v)));
       if (!t) continue;
       Use(v, id);
     }
@@ -260,7 +269,7 @@ class MethodGraph {
   const et::Program& p_;
   const et::ExecutionPlan& plan_;
   std::string m_;
-  std::ostringstream& o_;
+  GraphMethod& g_;
   std::map<int32_t, std::string> producer_;
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, int32_t> last_at_;  // the value last written there
   int32_t returned_ = -1;
@@ -292,13 +301,11 @@ struct TempFiles {
 
 }  // namespace
 
-std::string GraphDot(const PteFile& pte, const GraphOptions& options) {
+std::vector<GraphMethod> BuildGraph(const PteFile& pte, const GraphOptions& options) {
   pte.report().ThrowIfError();
   const et::Program* p = pte.program();
   if (!p) throw Error("flatbuffer-invalid", pte.name() + ": no program to read");
-  std::ostringstream o;
-  o << "digraph " << Quote(pte.name()) << " {\n  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n"
-    << "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  std::vector<GraphMethod> out;
   bool found = options.method.empty();
   std::string names;
   if (p->execution_plan()) {
@@ -308,7 +315,8 @@ std::string GraphDot(const PteFile& pte, const GraphOptions& options) {
       names += (names.empty() ? "" : ", ") + name;
       if (!options.method.empty() && name != options.method) continue;
       found = true;
-      MethodGraph(*p, plan, i, o).Run();
+      out.emplace_back();
+      MethodGraph(*p, plan, i, out.back()).Run();
     }
   }
   if (!found) {
@@ -318,8 +326,43 @@ std::string GraphDot(const PteFile& pte, const GraphOptions& options) {
     f.message = "no method \"" + options.method + "\" (methods: " + names + ")";
     throw Error(std::move(f));
   }
+  return out;
+}
+
+std::string GraphDot(const PteFile& pte, const GraphOptions& options) {
+  const std::vector<GraphMethod> methods = BuildGraph(pte, options);
+  std::ostringstream o;
+  o << "digraph " << Quote(pte.name()) << " {\n  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n"
+    << "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  for (const GraphMethod& g : methods) {
+    o << "  subgraph " << g.cluster << " {\n    label=" << Quote("method " + g.name) << ";\n";
+    for (const auto& [is_edge, i] : g.order) {
+      if (is_edge) {
+        const GraphEdge& e = g.edges[i];
+        o << "    " << e.from << " -> " << e.to << " [" << (e.alias ? "style=dashed, " : "")
+          << "label=" << Quote(e.label) << "];\n";
+        continue;
+      }
+      const GraphNode& n = g.nodes[i];
+      o << "    " << n.id << " [" << DotStyle(n.kind) << "label=" << Quote(n.label) << "];\n";
+    }
+    o << "  }\n";
+  }
   o << "}\n";
   return o.str();
+}
+
+nlohmann::json GraphJson(const PteFile& pte, const GraphOptions& options) {
+  nlohmann::json methods = nlohmann::json::array();
+  for (const GraphMethod& g : BuildGraph(pte, options)) {
+    nlohmann::json nodes = nlohmann::json::array(), edges = nlohmann::json::array();
+    for (const GraphNode& n : g.nodes) nodes.push_back({{"id", n.id}, {"kind", n.kind}, {"label", n.label}});
+    for (const GraphEdge& e : g.edges) {
+      edges.push_back({{"from", e.from}, {"to", e.to}, {"label", e.label}, {"value", e.value}, {"alias", e.alias}});
+    }
+    methods.push_back({{"name", g.name}, {"nodes", nodes}, {"edges", edges}});
+  }
+  return {{"methods", methods}};
 }
 
 std::string RunGraphviz(const std::string& dot_text, const std::string& format) {

@@ -20,7 +20,12 @@
 // "m<method>_out<k>", "m<method>_const<value>".
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ptepack {
 
@@ -29,6 +34,31 @@ class PteFile;
 struct GraphOptions {
   std::string method;  // only this method (empty: all); unknown names throw
 };
+
+// The graph of one method, as data (the DOT text and GraphJson print it).
+struct GraphNode {
+  std::string id;
+  std::string kind;  // "input", "output", "kernel", "delegate", "instruction" (move, jump, free), "constant"
+  std::string label;
+};
+struct GraphEdge {
+  std::string from, to;
+  std::string label;  // "v<value> <dtype>[<shape>]", or "v<a> aliases v<b>"
+  int32_t value = -1;
+  bool alias = false;  // a view that needed no instruction (drawn dashed)
+};
+struct GraphMethod {
+  std::string name;
+  std::string cluster;  // "cluster_m<method index>"
+  std::vector<GraphNode> nodes;
+  std::vector<GraphEdge> edges;
+  std::vector<std::pair<bool, size_t>> order;  // (is an edge, index): the order they were found in
+};
+
+// Each method's graph (only options.method's when given). Throws as GraphDot.
+std::vector<GraphMethod> BuildGraph(const PteFile& pte, const GraphOptions& options = {});
+// {"methods": [{"name", "nodes": [{id, kind, label}], "edges": [{from, to, label, value, alias}]}]}
+nlohmann::json GraphJson(const PteFile& pte, const GraphOptions& options = {});
 
 // The DOT text. Throws ptepack::Error if the file has errors or the method
 // is not in it.

@@ -2,11 +2,13 @@
 #include "serialize/insight/memory.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
 #include <sstream>
 
+#include "serialize/insight/plan.h"
 #include "serialize/insight/size.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -101,16 +103,25 @@ void Totals(MethodMemory& m) {
 }
 
 nlohmann::json MethodJson(const MethodMemory& m) {
-  return {{"name", m.name},
-          {"planned_buffers", m.planned},
-          {"planned_total", m.planned_total},
-          {"constants_pte", m.constants_pte},
-          {"constants_ptd", m.constants_ptd},
-          {"delegates_segment", m.delegates_segment},
-          {"delegates_inline", m.delegates_inline},
-          {"mutable_state", m.mutable_state},
-          {"at_init", m.at_init},
-          {"after_init", m.after_init}};
+  nlohmann::json bound = nullptr, above = nullptr;
+  if (m.planned_lower_bound) {
+    bound = *m.planned_lower_bound;
+    above = std::round(PercentAbove(m.planned_total, *m.planned_lower_bound) * 100) / 100;
+  }
+  return {
+      {"name", m.name},
+      {"planned_lower_bound", bound},
+      {"planned_above_lower_bound_percent", above},
+      {"plan_not_checked", m.plan_not_checked.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.plan_not_checked)},
+      {"planned_buffers", m.planned},
+      {"planned_total", m.planned_total},
+      {"constants_pte", m.constants_pte},
+      {"constants_ptd", m.constants_ptd},
+      {"delegates_segment", m.delegates_segment},
+      {"delegates_inline", m.delegates_inline},
+      {"mutable_state", m.mutable_state},
+      {"at_init", m.at_init},
+      {"after_init", m.after_init}};
 }
 
 void MethodLine(std::ostringstream& o, const MethodMemory& m, int width) {
@@ -129,6 +140,14 @@ void MethodLine(std::ostringstream& o, const MethodMemory& m, int width) {
     o << "\n";
   }
   if (m.mutable_state > 0) o << "    mutable state (in planned memory): " << HumanBytes(m.mutable_state) << "\n";
+  if (m.planned_lower_bound && m.planned_total > 0) {
+    std::snprintf(line, sizeof line, "    planned %s, lower bound %s (%.1f %% above)\n",
+                  HumanBytes(m.planned_total).c_str(), HumanBytes(*m.planned_lower_bound).c_str(),
+                  PercentAbove(m.planned_total, *m.planned_lower_bound));
+    o << line;
+  } else if (!m.plan_not_checked.empty()) {
+    o << "    planned " << HumanBytes(m.planned_total) << ", lower bound not derived: " << m.plan_not_checked << "\n";
+  }
 }
 
 }  // namespace
@@ -151,6 +170,23 @@ MemoryReport AnalyzeMemory(const PteFile& pte, const std::vector<const PtdFile*>
   }
   r.all.planned.clear();
   Totals(r.all);
+  // Lower bounds only: no planner runs.
+  PlanReportOptions po;
+  po.run_planners = false;
+  const PlanReport plan = AnalyzePlan(pte, po);
+  uint64_t all_bound = 0;
+  bool all_derived = true;
+  for (size_t i = 0; i < r.methods.size() && i < plan.methods.size(); ++i) {
+    const MethodPlan& mp = plan.methods[i];
+    if (mp.not_checked.empty()) {
+      r.methods[i].planned_lower_bound = mp.lower_bound;
+      all_bound += mp.lower_bound;
+    } else {
+      r.methods[i].plan_not_checked = mp.not_checked;
+      all_derived = false;
+    }
+  }
+  if (all_derived) r.all.planned_lower_bound = all_bound;
   return r;
 }
 

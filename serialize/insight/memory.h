@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ struct MethodMemory {
   // planned + constants + inline delegate data: after the backends' init
   // freed the segment payloads.
   uint64_t after_init = 0;
+  // The memory plan (serialize/insight/plan.h): no plan of the planned
+  // buffers can be smaller than this (the most bytes alive at one
+  // instruction, per buffer). nullopt when the lifetimes of the method's
+  // planned tensors could not be derived: plan_not_checked says why.
+  std::optional<uint64_t> planned_lower_bound;
+  std::string plan_not_checked;
 };
 
 struct MemoryReport {

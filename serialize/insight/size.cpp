@@ -444,7 +444,7 @@ FileSize PteParts(const PteFile& pte) {
   const fbs::Program& p = *pte.program();
   FileSize fs;
   fs.file = pte.name();
-  fs.file_size = pte.file().size;
+  fs.file_size = pte.file_size();
   Ledger l(fs.file_size);
   const uint64_t header_end = pte.header_size();  // README, "Sizes"
   l.Claim(0, header_end, l.Part("header", "header"));
@@ -507,7 +507,7 @@ void AddTensors(const PteFile& pte, const std::vector<const PtdFile*>& ptds, Siz
         }
         if (loc == "external") {
           for (const PtdFile* ptd : ptds) {
-            if (ptd->Find(name)) loc = "external " + std::filesystem::path(ptd->name()).filename().string();
+            if (ptd->Has(name)) loc = "external " + std::filesystem::path(ptd->name()).filename().string();
           }
         }
         SizeTensor st{plan->name() ? plan->name()->str() : "",
@@ -578,7 +578,7 @@ FileSize AnalyzePtdSize(const PtdFile& ptd) {
   ptd.report().ThrowIfError();  // its first error, located; `ptepack verify` lists them all
   FileSize fs;
   fs.file = ptd.name();
-  fs.file_size = ptd.file().size;
+  fs.file_size = ptd.file_size();
   Ledger l(fs.file_size);
   const FlatTensorHeader& h = ptd.header();
   const uint64_t header_end = 8 + h.length;

@@ -1,5 +1,6 @@
 #include "serialize/io/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -18,6 +19,13 @@
 #include <thread>
 
 #include "ptepack/error.h"
+
+// Emscripten's libc (the browser viewer's build, which never writes files) has no
+// SEEK_DATA/SEEK_HOLE; lseek refuses Linux's values there, and CopyExtents copies on.
+#ifndef SEEK_DATA
+#define SEEK_DATA 3
+#define SEEK_HOLE 4
+#endif
 
 namespace ptepack {
 namespace {
@@ -1127,6 +1135,9 @@ void AtomicFile::Commit() {
   }
   ThrowIfInterrupted();
   if (sync_ && ::fsync(fd_) != 0) ThrowErrno("write-failed", "cannot sync output", path_);
+  // Not synced now (SyncTree makes it durable later): start writing back
+  // what is left, so that the fdatasync there finds it written.
+  if (!sync_) ::sync_file_range(fd_, static_cast<off_t>(writeback_started_), 0, SYNC_FILE_RANGE_WRITE);
   if (::close(fd_) != 0) {
     fd_ = -1;
     ThrowErrno("write-failed", "cannot close output", path_);
@@ -1143,17 +1154,81 @@ void AtomicFile::Commit() {
   committed_ = true;
 }
 
-void SyncTree(const std::string& dir) {
-  // One syncfs() (writes back the filesystem's dirty files and commits its
-  // journal once), then the directory itself. An fsync per file costs a
-  // journal commit each, even when they come after all the writes.
+namespace {
+
+// The first failure of several threads: the errno and the path.
+struct SyncError {
+  std::mutex mu;
+  int err = 0;
+  std::string path;
+  void Set(int e, const std::string& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (err) return;
+    err = e;
+    path = p;
+  }
+};
+
+// fdatasync of each of `names` (in directory `dirfd`), from several threads
+// at once: the journal commit and the disk cache flush each one waits for
+// are shared by the calls in flight, instead of one after the other
+// (extract of 10,000 files: one by one 3.5 s of fdatasync, 1.22-1.43x
+// syncfs's wall time; 16 threads 1.16x; 64 threads 0.97x -- docs/performance.md).
+void DataSyncAll(int dirfd, const std::string& dir, const std::vector<std::string>& names, SyncError& error) {
+  constexpr size_t kThreads = 64;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < names.size(); i = next++) {
+      const int f = ::openat(dirfd, names[i].c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (f < 0 || ::fdatasync(f) != 0) error.Set(errno, dir + "/" + names[i]);
+      if (f >= 0) ::close(f);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(kThreads, names.size()); ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+}
+
+// fdatasync of every regular file under `dir` (recursively), then fsync of
+// each directory. Only these files: syncfs() would flush the whole
+// filesystem (every other program's dirty data too).
+void SyncDirectory(const std::string& dir, SyncError& error) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) ThrowErrno("write-failed", "cannot open directory to sync it", dir);
-  int r = ::syncfs(fd) == 0 ? ::fsync(fd) : -1;
-  int err = errno;
-  ::close(fd);
-  errno = err;
-  if (r != 0) ThrowErrno("write-failed", "cannot sync directory", dir);
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    ThrowErrno("write-failed", "cannot read directory to sync it", dir);
+  }
+  std::vector<std::string> files, subdirs;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) subdirs.push_back(dir + "/" + name);
+    if (S_ISREG(st.st_mode)) files.push_back(name);
+  }
+  DataSyncAll(fd, dir, files, error);
+  for (const auto& sub : subdirs) SyncDirectory(sub, error);
+  if (::fsync(fd) != 0) error.Set(errno, dir);
+  ::closedir(d);  // closes fd
+}
+
+}  // namespace
+
+void SyncTree(const std::string& dir) {
+  // Writeback of each file was started when it was committed
+  // (sync_file_range), so the waits below are for I/O already under way.
+  SyncError error;
+  SyncDirectory(dir, error);
+  if (error.err) {
+    errno = error.err;
+    ThrowErrno("write-failed", "cannot sync output", error.path);
+  }
 }
 
 }  // namespace ptepack

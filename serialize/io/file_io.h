@@ -235,8 +235,10 @@ class StagedFiles {
 };
 
 // Makes the files of a directory written with AtomicFile::Options::sync =
-// false durable, and then the directory: their writeback started at
-// Commit(), so this costs about one journal commit, not one per file.
+// false durable (fdatasync of each regular file under it), and then the
+// directory itself. Their writeback started at Commit() (sync_file_range),
+// so this costs about one journal commit, not one per file; unlike syncfs()
+// it touches only these files, not the rest of the filesystem.
 // Throws Error("write-failed").
 void SyncTree(const std::string& dir);
 

@@ -18,6 +18,14 @@ namespace {
 
 fb::Value Objs(std::vector<fb::Value> v) { return fb::OffsetVector(std::move(v), reflection::Obj); }
 
+// An index handed out by the builder: the schema's int32.
+int32_t Checked(size_t index, const char* what) {
+  if (index > static_cast<size_t>(INT32_MAX)) {
+    throw Error("limit-exceeded", std::string("more than 2^31 - 1 ") + what + " in one method (indices are int32)");
+  }
+  return static_cast<int32_t>(index);
+}
+
 std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec);
 
 }  // namespace
@@ -29,7 +37,7 @@ struct ProgramBuilder::Method::State {
   std::vector<int64_t> buffer_sizes_{0};
   std::optional<std::pair<std::string, std::string>> meta_;
 
-  uint32_t AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val);
+  int32_t AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val);
   void AddInstruction(InstructionArguments kind, std::shared_ptr<fb::Table> args, const std::vector<FrameSpec>& stack);
 };
 
@@ -39,8 +47,9 @@ struct ProgramBuilder::State {
   DedupIndex constants_dedup_;
   std::vector<Bytes> mutable_;  // [0] placeholder
   std::vector<Bytes> delegate_data_;
+  DedupIndex delegate_dedup_;
   std::vector<NamedBlob> named_;
-  std::map<std::pair<size_t, uint32_t>, std::string> constant_names_;
+  std::map<std::pair<size_t, int32_t>, std::string> constant_names_;
 };
 
 ProgramBuilder::Method::Method(ProgramBuilder* owner, std::string name)
@@ -90,7 +99,12 @@ uint32_t ProgramBuilder::AddMutable(Bytes data) {
   return static_cast<uint32_t>(s_->mutable_.size() - 1);
 }
 
+// ExecuTorch's emitter stores equal processed payloads once
+// (backend_delegate_data_cache in exir/emit/_emitter.py, keyed by their
+// sha256): delegates with the same bytes share one backend_delegate_data entry.
 uint32_t ProgramBuilder::AddDelegateData(Bytes data) {
+  auto existing = s_->delegate_dedup_.FindOrAdd(data, s_->delegate_data_.size());
+  if (existing) return static_cast<uint32_t>(*existing);
   s_->delegate_data_.push_back(std::move(data));
   return static_cast<uint32_t>(s_->delegate_data_.size() - 1);
 }
@@ -127,20 +141,20 @@ std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
 
 }  // namespace
 
-uint32_t ProgramBuilder::Method::State::AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val) {
+int32_t ProgramBuilder::Method::State::AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val) {
   auto ev = EValue<>::New();
   EValue value{*ev};
   value.set_val_type(kind);
   value.val() = fb::TableValue(std::move(val));
   values_.push_back(fb::TableValue(ev));
-  return static_cast<uint32_t>(values_.size() - 1);
+  return Checked(values_.size() - 1, "values");
 }
 
-uint32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) {
+int32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) {
   return s_->AddValue(KernelTypes::Tensor, TensorTable(spec));
 }
 
-uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name) {
+int32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name) {
   if (spec.planned) throw Error("bad-program", "a constant tensor is not memory planned");
   auto t = TensorTable(spec);
   uint64_t nbytes = TensorNbytes(*t);
@@ -149,7 +163,7 @@ uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes da
                                    " bytes but its shape needs " + std::to_string(nbytes));
   }
   prog::Tensor{*t}.set_data_buffer_idx(owner_->AddConstant(std::move(data)));
-  uint32_t vi = s_->AddValue(KernelTypes::Tensor, t);
+  int32_t vi = s_->AddValue(KernelTypes::Tensor, t);
   if (!name.empty()) {
     size_t mi = 0;
     while (owner_->s_->methods_[mi].get() != this) ++mi;
@@ -158,8 +172,8 @@ uint32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes da
   return vi;
 }
 
-uint32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std::string& name,
-                                               std::optional<Bytes> initial) {
+int32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std::string& name,
+                                              std::optional<Bytes> initial) {
   if (!spec.planned) throw Error("bad-program", "mutable buffer \"" + name + "\" must be memory planned");
   auto t = TensorTable(spec);
   prog::Tensor tensor{*t};
@@ -176,73 +190,73 @@ uint32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std
   return s_->AddValue(KernelTypes::Tensor, t);
 }
 
-uint32_t ProgramBuilder::Method::Null() { return s_->AddValue(KernelTypes::Null, prog::Null<>::New()); }
+int32_t ProgramBuilder::Method::Null() { return s_->AddValue(KernelTypes::Null, prog::Null<>::New()); }
 
-uint32_t ProgramBuilder::Method::Int(int64_t v) {
+int32_t ProgramBuilder::Method::Int(int64_t v) {
   auto t = prog::Int<>::New();
   prog::Int{*t}.set_int_val(v);
   return s_->AddValue(KernelTypes::Int, t);
 }
 
-uint32_t ProgramBuilder::Method::Bool(bool v) {
+int32_t ProgramBuilder::Method::Bool(bool v) {
   auto t = prog::Bool<>::New();
   prog::Bool{*t}.set_bool_val(v);
   return s_->AddValue(KernelTypes::Bool, t);
 }
 
-uint32_t ProgramBuilder::Method::Double(double v) {
+int32_t ProgramBuilder::Method::Double(double v) {
   auto t = prog::Double<>::New();
   prog::Double{*t}.set_double_val(v);
   return s_->AddValue(KernelTypes::Double, t);
 }
 
-uint32_t ProgramBuilder::Method::String(const std::string& v) {
+int32_t ProgramBuilder::Method::String(const std::string& v) {
   auto t = prog::String<>::New();
   prog::String{*t}.set_string_val(v);
   return s_->AddValue(KernelTypes::String, t);
 }
 
-uint32_t ProgramBuilder::Method::IntList(const std::vector<int64_t>& v) {
+int32_t ProgramBuilder::Method::IntList(const std::vector<int64_t>& v) {
   auto t = prog::IntList<>::New();
   prog::IntList{*t}.set_items(v);
   return s_->AddValue(KernelTypes::IntList, t);
 }
 
-uint32_t ProgramBuilder::Method::DoubleList(const std::vector<double>& v) {
+int32_t ProgramBuilder::Method::DoubleList(const std::vector<double>& v) {
   auto t = prog::DoubleList<>::New();
   prog::DoubleList{*t}.set_items(v);
   return s_->AddValue(KernelTypes::DoubleList, t);
 }
 
-uint32_t ProgramBuilder::Method::BoolList(const std::vector<bool>& v) {
+int32_t ProgramBuilder::Method::BoolList(const std::vector<bool>& v) {
   auto t = prog::BoolList<>::New();
   prog::BoolList{*t}.set_items(std::vector<uint8_t>(v.begin(), v.end()));
   return s_->AddValue(KernelTypes::BoolList, t);
 }
 
-uint32_t ProgramBuilder::Method::TensorList(const std::vector<int32_t>& values) {
+int32_t ProgramBuilder::Method::TensorList(const std::vector<int32_t>& values) {
   auto t = prog::TensorList<>::New();
   prog::TensorList{*t}.set_items(values);
   return s_->AddValue(KernelTypes::TensorList, t);
 }
 
-uint32_t ProgramBuilder::Method::OptionalTensorList(const std::vector<int32_t>& values) {
+int32_t ProgramBuilder::Method::OptionalTensorList(const std::vector<int32_t>& values) {
   auto t = prog::OptionalTensorList<>::New();
   prog::OptionalTensorList{*t}.set_items(values);
   return s_->AddValue(KernelTypes::OptionalTensorList, t);
 }
 
-uint32_t ProgramBuilder::Method::Operator(const std::string& name, const std::string& overload) {
+int32_t ProgramBuilder::Method::Operator(const std::string& name, const std::string& overload) {
   auto t = prog::Operator<>::New();
   prog::Operator op{*t};
   op.set_name(name);
   op.set_overload(overload);
   s_->operators_.push_back(fb::TableValue(t));
-  return static_cast<uint32_t>(s_->operators_.size() - 1);
+  return Checked(s_->operators_.size() - 1, "operators");
 }
 
-uint32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes payload,
-                                          const std::vector<std::pair<std::string, Bytes>>& compile_specs) {
+int32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes payload,
+                                         const std::vector<std::pair<std::string, Bytes>>& compile_specs) {
   auto d = BackendDelegate<>::New();
   BackendDelegate delegate{*d};
   delegate.set_id(backend_id);
@@ -260,7 +274,7 @@ uint32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes p
   }
   delegate.compile_specs() = Objs(std::move(specs));
   s_->delegates_.push_back(fb::TableValue(d));
-  return static_cast<uint32_t>(s_->delegates_.size() - 1);
+  return Checked(s_->delegates_.size() - 1, "delegates");
 }
 
 void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, std::shared_ptr<fb::Table> args,
@@ -286,20 +300,20 @@ void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, st
   frames_.push_back(fb::TableValue(fl));
 }
 
-void ProgramBuilder::Method::KernelCall(uint32_t op, const std::vector<int32_t>& args,
+void ProgramBuilder::Method::KernelCall(int32_t op, const std::vector<int32_t>& args,
                                         const std::vector<FrameSpec>& stack) {
   auto k = prog::KernelCall<>::New();
   prog::KernelCall call{*k};
-  call.set_op_index(static_cast<int32_t>(op));
+  call.set_op_index(op);
   call.set_args(args);
   s_->AddInstruction(InstructionArguments::KernelCall, k, stack);
 }
 
-void ProgramBuilder::Method::DelegateCall(uint32_t delegate, const std::vector<int32_t>& args,
+void ProgramBuilder::Method::DelegateCall(int32_t delegate, const std::vector<int32_t>& args,
                                           const std::vector<FrameSpec>& stack) {
   auto k = prog::DelegateCall<>::New();
   prog::DelegateCall call{*k};
-  call.set_delegate_index(static_cast<int32_t>(delegate));
+  call.set_delegate_index(delegate);
   call.set_args(args);
   s_->AddInstruction(InstructionArguments::DelegateCall, k, stack);
 }

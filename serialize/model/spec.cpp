@@ -2,6 +2,7 @@
 
 #include <flatbuffers/idl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -16,6 +17,7 @@
 #include "serialize/format/program_json.h"
 #include "serialize/io/file_io.h"
 #include "serialize/io/json_limits.h"
+#include "serialize/io/json_reader.h"
 
 namespace ptepack {
 
@@ -29,30 +31,6 @@ namespace {
   throw Error(std::move(f));
 }
 
-// A byte count in a spec: a non-negative JSON integer, at most `max`.
-uint64_t SizeField(const nlohmann::json& j, const char* field, const std::string& base, const std::string& what,
-                   uint64_t max) {
-  const nlohmann::json& v = j[field];
-  std::string shown = v.dump();
-  if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
-  if (v.is_number_float()) {
-    BadSpec(base,
-            what + ": \"" + field + "\" must be a whole number of bytes (expected an integer, found " + shown + ")");
-  }
-  if (v.is_number_integer() && !v.is_number_unsigned()) {
-    BadSpec(base, what + ": \"" + field + "\" must not be negative (expected an integer >= 0, found " + shown + ")");
-  }
-  if (!v.is_number_unsigned()) {
-    BadSpec(base, what + ": \"" + field + "\" must be an integer (found " + shown + ")");
-  }
-  uint64_t n = v.get<uint64_t>();
-  if (n > max) {
-    BadSpec(base, what + ": \"" + field + "\" is too large (expected at most " + std::to_string(max) + ", found " +
-                      shown + ")");
-  }
-  return n;
-}
-
 // Each data file is mapped once, however many blobs it holds.
 std::shared_ptr<MappedFile> MapOnce(const std::string& path) {
   thread_local std::map<std::string, std::weak_ptr<MappedFile>> cache;
@@ -62,52 +40,51 @@ std::shared_ptr<MappedFile> MapOnce(const std::string& path) {
   return m;
 }
 
-Bytes Data(const nlohmann::json& j, const std::string& base, const std::string& what) {
-  if (j.contains("file")) {
-    std::string p = j["file"].get<std::string>();
-    if (p.empty() || p[0] != '/') p = base + "/" + p;
-    auto m = MapOnce(p);
-    uint64_t off = j.contains("offset") ? SizeField(j, "offset", p, what, UINT64_MAX) : 0;
-    uint64_t size =
-        j.contains("size") ? SizeField(j, "size", p, what, UINT64_MAX) : (m->size() >= off ? m->size() - off : 0);
-    if (off > m->size() || size > m->size() - off) {
-      BadSpec(p, what + ": range " + std::to_string(off) + "+" + std::to_string(size) + " is outside the file (" +
-                     std::to_string(m->size()) + " bytes)");
+// Where a spec's data files are: beside it on disk, or given in memory.
+struct SpecContext {
+  std::string base;
+  SpecFileResolver files;
+};
+
+// DATA: {"file": PATH[, "offset": N, "size": N]}, {"hex": "..."} or {"zeros": N}.
+Bytes Data(const JsonField& j, const SpecContext& ctx) {
+  j.Object();
+  if (auto file = j.Find("file")) {
+    std::string p = file->String();
+    Bytes whole;
+    if (ctx.files) {
+      std::optional<Bytes> b = ctx.files(p);
+      if (!b) file->Fail("no such data file", "", p);
+      whole = std::move(*b);
+    } else {
+      if (p.empty() || p[0] != '/') p = ctx.base + "/" + p;
+      whole = MapOnce(p)->All();
     }
-    return m->View(off, size);
+    const uint64_t off = j.Has("offset") ? j["offset"].U64() : 0;
+    const uint64_t size = j.Has("size") ? j["size"].U64() : (whole.size >= off ? whole.size - off : 0);
+    if (off > whole.size || size > whole.size - off) {
+      j.Fail("range " + std::to_string(off) + "+" + std::to_string(size) + " is outside " + p, "",
+             std::to_string(whole.size) + " bytes");
+    }
+    return whole.Sub(off, size);
   }
-  if (j.contains("hex")) {
-    std::string h = j["hex"].get<std::string>();
-    if (h.size() % 2) BadSpec(base, what + ": hex string has an odd length");
+  if (auto hex = j.Find("hex")) {
+    const std::string h = hex->String();
+    if (h.size() % 2) hex->Fail("hex string has an odd length");
     std::vector<uint8_t> v(h.size() / 2);
-    for (size_t i = 0; i < v.size(); ++i) {
-      try {
-        v[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
-      } catch (...) {
-        BadSpec(base, what + ": bad hex at character " + std::to_string(2 * i));
-      }
+    for (size_t i = 0; i < h.size(); ++i) {
+      const char c = h[i];
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0) hex->Fail("bad hex digit at character " + std::to_string(i));
+      v[i / 2] = static_cast<uint8_t>(v[i / 2] << 4 | d);
     }
     return Bytes::Own(std::move(v));
   }
-  if (j.contains("zeros")) return Bytes::Zeros(SizeField(j, "zeros", base, what, Bytes::kMaxZeros));
-  BadSpec(base, what + ": expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
-}
-
-nlohmann::json ParseSpec(const std::string& text, const std::string& base) {
-  CheckJsonDepth(text, base, "bad-spec");
-  nlohmann::json spec;
-  try {
-    spec = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    Finding f;
-    f.code = "bad-spec";
-    f.file = base;
-    f.offset = e.byte;
-    f.message = std::string("not valid JSON: ") + e.what();
-    throw Error(std::move(f));
-  }
-  if (!spec.is_object() || !spec.contains("program")) BadSpec(base, "spec must be an object with a \"program\"");
-  return spec;
+  if (auto zeros = j.Find("zeros")) return Bytes::Zeros(zeros->U64(Bytes::kMaxZeros));
+  j.Fail("expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
 }
 
 // The program `parser` has parsed, as a verified tree.
@@ -124,12 +101,13 @@ std::shared_ptr<fb::Table> ProgramFromParser(flatbuffers::Parser& parser, const 
 
 // The spec's "program" (program.fbs as JSON) as a verified tree: read
 // directly (json_tree.h) where it can be, else by FlatBuffers' parser.
-std::shared_ptr<fb::Table> ProgramFromJson(const nlohmann::json& program, const std::string& base) {
-  std::string program_json = program.dump();
+std::shared_ptr<fb::Table> ProgramFromJson(const JsonField& program, const std::string& file) {
+  program.Object();
+  std::string program_json = program.json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program_json)) return tree;
   auto parser = ProgramJsonParser();
-  if (!parser->Parse(program_json.c_str())) BadSpec(base, "program does not match program.fbs: " + parser->error_);
-  return ProgramFromParser(*parser, base);
+  if (!parser->Parse(program_json.c_str())) program.Fail("does not match program.fbs: " + parser->error_);
+  return ProgramFromParser(*parser, file);
 }
 
 // The byte range of the value of the top-level key "program" in a spec, if
@@ -186,45 +164,57 @@ std::optional<std::pair<size_t, size_t>> ProgramSpan(const std::string& text) {
   return span;
 }
 
-// Fast path: the program text goes straight to FlatBuffers' parser and
-// nlohmann::json reads only the rest. Any problem: nullopt, and the full path
-// runs, so errors read as they always did.
-std::optional<std::pair<nlohmann::json, std::shared_ptr<fb::Table>>> ParseSpecFast(const std::string& text,
-                                                                                   const std::string& base) {
+// Fast path: the program text goes straight to FlatBuffers' parser and the
+// JSON reader reads only the rest (the program's span blanked with spaces,
+// so offsets in errors stay those of the text). Any problem with the
+// program: nullopt, and the full path runs, so its errors read as they
+// always did.
+struct ParsedSpec {
+  std::unique_ptr<JsonDocument> doc;
+  std::shared_ptr<fb::Table> program;
+};
+
+std::optional<ParsedSpec> ParseSpecFast(const std::string& text, const std::string& file) {
   auto span = ProgramSpan(text);
   if (!span) return std::nullopt;
-  std::string rest = text.substr(0, span->first) + "{}" + text.substr(span->second);
-  nlohmann::json spec = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
-  if (spec.is_discarded() || !spec.is_object()) return std::nullopt;
+  std::string rest = text;
+  std::fill(rest.begin() + static_cast<std::ptrdiff_t>(span->first) + 1,
+            rest.begin() + static_cast<std::ptrdiff_t>(span->second) - 1, ' ');
   const std::string_view program(text.data() + span->first, span->second - span->first);
-  if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program)) return std::make_pair(std::move(spec), tree);
-  auto parser = ProgramJsonParser();
-  if (!parser->Parse(std::string(program).c_str())) return std::nullopt;
-  return std::make_pair(std::move(spec), ProgramFromParser(*parser, base));
+  ParsedSpec out;
+  if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program)) {
+    out.program = tree;
+  } else {
+    auto parser = ProgramJsonParser();
+    if (!parser->Parse(std::string(program).c_str())) return std::nullopt;
+    out.program = ProgramFromParser(*parser, file);
+  }
+  out.doc = std::make_unique<JsonDocument>(std::move(rest), file, "bad-spec");
+  return out;
 }
 
 // "constants" -> constant_buffer (after the reserved empty entry 0).
-void AddConstants(const nlohmann::json& constants, const std::string& base, prog::Program<>& p) {
+void AddConstants(const JsonField& constants, const SpecContext& ctx, prog::Program<>& p) {
   auto& cb = p.constant_buffer();
-  if (!cb.elems().empty()) BadSpec(base, "give constants either in program.constant_buffer or in \"constants\"");
+  if (!cb.elems().empty()) constants.Fail("give constants either in program.constant_buffer or in \"constants\"");
   std::vector<fb::Value> bufs;
   auto placeholder = prog::Buffer<>::New();
   prog::Buffer{*placeholder}.set_storage(Bytes{});
   bufs.push_back(fb::TableValue(placeholder));
-  for (size_t i = 0; i < constants.size(); ++i) {
+  for (const JsonField& c : constants.Elements()) {
     auto b = prog::Buffer<>::New();
-    prog::Buffer{*b}.set_storage(Data(constants[i], base, "constants[" + std::to_string(i) + "]"));
+    prog::Buffer{*b}.set_storage(Data(c, ctx));
     bufs.push_back(fb::TableValue(b));
   }
   cb = fb::OffsetVector(std::move(bufs), reflection::Obj);
 }
 
 // "delegate_data" -> backend_delegate_data.
-void AddDelegateData(const nlohmann::json& data, const std::string& base, prog::Program<>& p) {
+void AddDelegateData(const JsonField& data, const SpecContext& ctx, prog::Program<>& p) {
   std::vector<fb::Value> items;
-  for (size_t i = 0; i < data.size(); ++i) {
+  for (const JsonField& e : data.Elements()) {
     auto d = prog::BackendDelegateInlineData<>::New();
-    prog::BackendDelegateInlineData{*d}.set_data(Data(data[i], base, "delegate_data[" + std::to_string(i) + "]"));
+    prog::BackendDelegateInlineData{*d}.set_data(Data(e, ctx));
     items.push_back(fb::TableValue(d));
   }
   p.backend_delegate_data() = fb::OffsetVector(std::move(items), reflection::Obj);
@@ -232,41 +222,46 @@ void AddDelegateData(const nlohmann::json& data, const std::string& base, prog::
 
 // {"scalar_type": N, "sizes": [...], "dim_order": [...]}: a .ptd entry's
 // flat_tensor_flatbuffer.TensorLayout.
-std::shared_ptr<fb::Table> LayoutOf(const nlohmann::json& j) {
+std::shared_ptr<fb::Table> LayoutOf(const JsonField& j) {
   auto tl = ptd::TensorLayout<>::New();
   ptd::TensorLayout layout{*tl};
-  layout.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(j.at("scalar_type").get<int>()));
-  layout.set_sizes(j.at("sizes").get<std::vector<int32_t>>());
-  layout.set_dim_order(Bytes::Own(j.at("dim_order").get<std::vector<uint8_t>>()));
+  layout.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(j["scalar_type"].I64(-128, 127)));
+  std::vector<int32_t> sizes;
+  for (int64_t v : j["sizes"].Ints(INT32_MIN, INT32_MAX)) sizes.push_back(static_cast<int32_t>(v));
+  layout.set_sizes(sizes);
+  std::vector<uint8_t> dims;
+  for (int64_t v : j["dim_order"].Ints(0, 255)) dims.push_back(static_cast<uint8_t>(v));
+  layout.set_dim_order(Bytes::Own(std::move(dims)));
   return tl;
 }
 
-NamedBlob BlobOf(const nlohmann::json& e, const std::string& base, const std::string& where) {
+NamedBlob BlobOf(const JsonField& e, const SpecContext& ctx) {
   NamedBlob b;
-  b.key = e.at("key").get<std::string>();
-  b.alignment = e.value("alignment", uint64_t{1});
-  b.data = Data(e, base, where + "\"" + b.key + "\"");
-  if (e.contains("tensor_layout")) b.tensor_layout = LayoutOf(e["tensor_layout"]);
-  b.legacy_tensor = e.value("legacy_tensor", false);
+  b.key = e["key"].String();
+  if (auto a = e.Find("alignment")) b.alignment = a->U64();
+  b.data = Data(e, ctx);
+  if (auto l = e.Find("tensor_layout")) b.tensor_layout = LayoutOf(*l);
+  if (auto l = e.Find("legacy_tensor")) b.legacy_tensor = l->Bool();
   return b;
 }
 
 // "external": {"TAG": [ENTRY, ...]}, or {"TAG": {"legacy": {...}, "entries":
 // [...]}} for a .ptd in the FlatTensor layout of before June 2025.
-ExternalFile ExternalOf(const std::string& tag, const nlohmann::json& v, const std::string& base) {
+ExternalFile ExternalOf(const std::string& tag, const JsonField& v, const SpecContext& ctx) {
   ExternalFile ef;
   ef.tag = tag;
-  const nlohmann::json* entries = &v;
+  JsonField entries = v;
   if (v.is_object()) {
-    entries = &v.at("entries");
-    if (v.contains("legacy")) {
-      const auto& l = v["legacy"];
+    entries = v["entries"];
+    if (auto l = v.Find("legacy")) {
       ef.legacy = true;
-      ef.legacy_tensor_alignment = l.value("tensor_alignment", uint32_t{16});
-      ef.legacy_named_data_field = l.value("named_data_field", true);
+      ef.legacy_tensor_alignment = 16;
+      ef.legacy_named_data_field = true;
+      if (auto a = l->Find("tensor_alignment")) ef.legacy_tensor_alignment = static_cast<uint32_t>(a->U64(UINT32_MAX));
+      if (auto n = l->Find("named_data_field")) ef.legacy_named_data_field = n->Bool();
     }
   }
-  for (const auto& e : *entries) ef.entries.push_back(BlobOf(e, base, ef.tag + ".ptd "));
+  for (const JsonField& e : entries.Elements()) ef.entries.push_back(BlobOf(e, ctx));
   return ef;
 }
 
@@ -324,35 +319,38 @@ void RejectLaidOut(const prog::Program<>& p, const std::string& text, const std:
 
 }  // namespace
 
-Package PackageFromSpecJson(const std::string& text, const std::string& base) {
-  CheckJsonDepth(text, base, "bad-spec");
-  nlohmann::json spec;
+Package PackageFromSpecJson(const std::string& text, const std::string& base, const std::string& file,
+                            const SpecFileResolver& files) {
+  const std::string name = file.empty() ? base : file;
+  const SpecContext ctx{base, files};
+  CheckJsonDepth(text, name, "bad-spec");
+  std::unique_ptr<JsonDocument> doc;
   Package pkg;
-  if (auto fast = ParseSpecFast(text, base)) {
-    spec = std::move(fast->first);
-    pkg.program = std::move(fast->second);
+  if (auto fast = ParseSpecFast(text, name)) {
+    doc = std::move(fast->doc);
+    pkg.program = std::move(fast->program);
   } else {
-    spec = ParseSpec(text, base);
-    pkg.program = ProgramFromJson(spec["program"], base);
+    doc = std::make_unique<JsonDocument>(text, name, "bad-spec");
+    if (!doc->root().is_object() || !doc->root().Has("program")) {
+      doc->root().Fail("a spec is an object with a \"program\"");
+    }
+    pkg.program = ProgramFromJson(doc->root()["program"], name);
   }
+  const JsonField spec = doc->root();
   prog::Program p{*pkg.program};
-  RejectLaidOut(p, text, base);
-  if (spec.contains("constants")) AddConstants(spec["constants"], base, p);
-  if (spec.contains("delegate_data")) AddDelegateData(spec["delegate_data"], base, p);
-  if (spec.contains("mutable_data")) {
-    std::vector<Bytes> m;
-    for (size_t i = 0; i < spec["mutable_data"].size(); ++i) {
-      m.push_back(Data(spec["mutable_data"][i], base, "mutable_data[" + std::to_string(i) + "]"));
-    }
-    pkg.mutable_data = std::move(m);
+  RejectLaidOut(p, text, name);
+  if (auto c = spec.Find("constants")) AddConstants(*c, ctx, p);
+  if (auto d = spec.Find("delegate_data")) AddDelegateData(*d, ctx, p);
+  if (auto m = spec.Find("mutable_data")) {
+    std::vector<Bytes> data;
+    for (const JsonField& e : m->Elements()) data.push_back(Data(e, ctx));
+    pkg.mutable_data = std::move(data);
   }
-  if (spec.contains("named_data")) {
-    for (const auto& e : spec["named_data"]) pkg.named_data.push_back(BlobOf(e, base, "named_data "));
+  if (auto n = spec.Find("named_data")) {
+    for (const JsonField& e : n->Elements()) pkg.named_data.push_back(BlobOf(e, ctx));
   }
-  if (spec.contains("external")) {
-    for (auto it = spec["external"].begin(); it != spec["external"].end(); ++it) {
-      pkg.external.push_back(ExternalOf(it.key(), it.value(), base));
-    }
+  if (auto x = spec.Find("external")) {
+    for (const auto& [tag, v] : x->Members()) pkg.external.push_back(ExternalOf(tag, v, ctx));
   }
   return pkg;
 }
@@ -360,42 +358,7 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base) {
 Package LoadSpec(const std::string& path) {
   const std::string text = ReadSmallFile(path);
   std::string base = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
-  try {
-    return PackageFromSpecJson(text, base);
-  } catch (const nlohmann::json::exception& e) {
-    // nlohmann's texts start with "[json.exception.type_error.302] "; keep only what it says.
-    std::string what = e.what();
-    auto close = what.find("] ");
-    if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);
-    BadSpec(path, "malformed spec: " + what);
-  } catch (Error& e) {
-    Finding f = e.finding();
-    if (f.file.empty() || f.file == base) f.file = path;
-    throw Error(std::move(f));
-  }
-}
-
-BackendConfig LoadConfigFile(const std::string& path) {
-  const std::string text = ReadSmallFile(path);
-  CheckJsonDepth(text, path, "bad-config");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    Finding f;
-    f.code = "bad-config";
-    f.file = path;
-    f.offset = e.byte;
-    f.message = std::string("not valid JSON: ") + e.what();
-    throw Error(std::move(f));
-  }
-  try {
-    return ConfigFromJson(j);
-  } catch (Error& e) {
-    Finding f = e.finding();
-    f.file = path;
-    throw Error(std::move(f));
-  }
+  return PackageFromSpecJson(text, base, path);
 }
 
 }  // namespace ptepack

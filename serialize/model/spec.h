@@ -16,17 +16,23 @@
 // the spec), {"hex": "00ff..."} or {"zeros": N}. Files are mapped, not read.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "serialize/model/package.h"
 
 namespace ptepack {
 
+// Errors ("bad-spec") name the field at fault and its byte offset in the
+// spec (serialize/io/json_reader.h); `file` names the spec in them (default
+// `base_dir`).
 Package LoadSpec(const std::string& path);
-Package PackageFromSpecJson(const std::string& json_text, const std::string& base_dir);
-
-// A BackendConfig from a JSON file (keys are ExecutorchBackendConfig's field
-// names); Error("bad-config") located in the file.
-BackendConfig LoadConfigFile(const std::string& path);
+// How {"file": NAME} data are found: mapped from disk (NAME relative to
+// base_dir) by default; a resolver gives NAME's bytes instead, or nullopt
+// when there is no such file (an error located at the field).
+using SpecFileResolver = std::function<std::optional<Bytes>(const std::string& name)>;
+Package PackageFromSpecJson(const std::string& json_text, const std::string& base_dir, const std::string& file = "",
+                            const SpecFileResolver& files = nullptr);
 
 }  // namespace ptepack

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "ptepack/error.h"
-#include "serialize/io/json_limits.h"
+#include "serialize/io/json_reader.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 
@@ -30,14 +30,6 @@ uint64_t ParseHex(const std::string& s, bool* ok) {
 std::string BaseName(const std::string& path) {
   auto slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-[[noreturn]] void BadManifest(const std::string& path, const std::string& msg) {
-  Finding f;
-  f.code = "bad-manifest";
-  f.file = path;
-  f.message = msg;
-  throw Error(std::move(f));
 }
 
 }  // namespace
@@ -111,56 +103,95 @@ void WriteManifest(const std::string& path, const std::vector<FileSums>& files) 
 }
 
 nlohmann::json LoadManifest(const std::string& path) {
-  const std::string text = ReadSmallFile(path);
-  CheckJsonDepth(text, path, "bad-manifest");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    BadManifest(path, std::string("not valid JSON: ") + e.what());
+  const JsonDocument doc = JsonDocument::Load(path, "bad-manifest");
+  const JsonField j = doc.root();
+  j.Object();
+  if (!j.Has("format") || !j["format"].is_string() || j["format"].String() != "ptepack-checksum-manifest") {
+    (j.Has("format") ? j["format"] : j)
+        .Fail("not a ptepack checksum manifest", "\"format\": \"ptepack-checksum-manifest\"",
+              j.Has("format") ? j["format"].Shown() : "no \"format\"");
   }
-  if (!j.is_object() || j.value("format", "") != "ptepack-checksum-manifest") {
-    BadManifest(path, "not a ptepack checksum manifest (\"format\" is not \"ptepack-checksum-manifest\")");
-  }
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1) {
-    BadManifest(path, "unsupported manifest version (this ptepack reads version 1)");
-  }
-  if (j.value("algorithm", "") != "xxh3-64") BadManifest(path, "unsupported algorithm (expected \"xxh3-64\")");
-  if (!j.contains("files") || !j["files"].is_array()) BadManifest(path, "\"files\" must be an array");
-  for (const auto& f : j["files"]) {
-    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("size") ||
-        !f["size"].is_number_unsigned() || !f.contains("regions") || !f["regions"].is_array()) {
-      BadManifest(path, "each file needs \"name\", \"size\" and \"regions\"");
-    }
-    for (const auto& r : f["regions"]) {
+  if (j["version"].U64() != 1) j["version"].Fail("unsupported manifest version (this ptepack reads version 1)");
+  if (j["algorithm"].String() != "xxh3-64") j["algorithm"].Fail("unsupported algorithm", "\"xxh3-64\"");
+  for (const JsonField& f : j["files"].Elements()) {
+    f["name"].String();
+    f["size"].U64();
+    if (auto k = f.Find("kind")) k->String();
+    for (const JsonField& r : f["regions"].Elements()) {
+      r["name"].String();
+      r["size"].U64();
+      if (auto o = r.Find("offset")) o->U64();
       bool ok = false;
-      if (r.is_object() && r.contains("name") && r["name"].is_string() && r.contains("size") &&
-          r["size"].is_number_unsigned() && r.contains("xxh3") && r["xxh3"].is_string()) {
-        ParseHex(r["xxh3"].get<std::string>(), &ok);
-      }
-      if (!ok || (r.contains("offset") && !r["offset"].is_number_unsigned())) {
-        BadManifest(path, "file \"" + f["name"].get<std::string>() +
-                              "\": each region needs \"name\", \"size\" and a 16-digit hex \"xxh3\"");
-      }
+      ParseHex(r["xxh3"].String(), &ok);
+      if (!ok) r["xxh3"].Fail("must be 16 hex digits", "", r["xxh3"].Shown());
     }
   }
-  return j;
+  return j.json();
 }
+
+namespace {
+
+const nlohmann::json* Region(const nlohmann::json& entry, const std::string& name) {
+  for (const auto& r : entry["regions"]) {
+    if (r["name"].get<std::string>() == name) return &r;
+  }
+  return nullptr;
+}
+
+uint64_t RegionHash(const nlohmann::json& region) {
+  bool ok = false;
+  return ParseHex(region["xxh3"].get<std::string>(), &ok);
+}
+
+// The manifest entry for `f`: the one of its name; else, for a renamed copy,
+// the first not taken yet whose "program" region (header and flatbuffer:
+// what the file is) has the same size and checksum -- its other regions
+// are then compared as usual.
+const nlohmann::json* EntryFor(const nlohmann::json& manifest, const FileSums& f,
+                               const std::set<const nlohmann::json*>& taken) {
+  const std::string name = BaseName(f.path);
+  const nlohmann::json* by_name = nullptr;
+  for (const auto& e : manifest["files"]) {
+    if (e["name"].get<std::string>() == name) by_name = &e;
+  }
+  if (by_name) return by_name;
+  const RegionSum* program = nullptr;
+  for (const auto& r : f.regions) {
+    if (r.name == "program") program = &r;
+  }
+  if (!program) return nullptr;
+  for (const auto& e : manifest["files"]) {
+    const nlohmann::json* r = Region(e, "program");
+    if (taken.count(&e) || !r || (*r)["size"].get<uint64_t>() != program->size) continue;
+    if (RegionHash(*r) == program->xxh3 && e.value("kind", f.kind) == f.kind) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 std::vector<Report> CheckManifest(const nlohmann::json& manifest, const std::vector<FileSums>& files) {
   std::vector<Report> out;
+  std::set<const nlohmann::json*> taken;
+  // Files named in the manifest take their entries first, so that a renamed
+  // copy checked beside its original cannot take the original's.
+  for (const auto& f : files) {
+    for (const auto& e : manifest["files"]) {
+      if (e["name"].get<std::string>() == BaseName(f.path)) taken.insert(&e);
+    }
+  }
   for (const auto& f : files) {
     Report rep(f.path);
     const std::string name = BaseName(f.path);
-    const nlohmann::json* entry = nullptr;
-    for (const auto& e : manifest["files"]) {
-      if (e["name"].get<std::string>() == name) entry = &e;
-    }
+    const nlohmann::json* entry = EntryFor(manifest, f, taken);
     if (!entry) {
-      rep.Error("not-in-manifest", "the manifest has no entry for \"" + name + "\"");
+      rep.Error("not-in-manifest", "the manifest has no entry named \"" + name +
+                                       "\" nor one with the same program region (a renamed copy is found by "
+                                       "its content; this file's header or flatbuffer differs from every entry)");
       out.push_back(std::move(rep));
       continue;
     }
+    taken.insert(entry);
     uint64_t want_size = (*entry)["size"].get<uint64_t>();
     if (want_size != f.size) {
       rep.Error("size-mismatch", "file size differs from the manifest", std::nullopt, std::to_string(want_size),
@@ -185,8 +216,7 @@ std::vector<Report> CheckManifest(const nlohmann::json& manifest, const std::vec
                   "offset " + std::to_string(w_off) + ", " + std::to_string(w_size) + " bytes",
                   "offset " + std::to_string(r.offset) + ", " + std::to_string(r.size) + " bytes");
       }
-      bool ok = false;
-      uint64_t w_hash = ParseHex(w["xxh3"].get<std::string>(), &ok);
+      uint64_t w_hash = RegionHash(w);
       if (w_hash != r.xxh3) {
         rep.Error("checksum-mismatch",
                   r.name + " (" + std::to_string(r.size) + " bytes) does not match the manifest checksum", where,
@@ -199,12 +229,11 @@ std::vector<Report> CheckManifest(const nlohmann::json& manifest, const std::vec
     out.push_back(std::move(rep));
   }
   // Every entry is checked or named: a file listed in the manifest but not
-  // given was not checked, so the comparison cannot say "all match".
-  std::set<std::string> given;
-  for (const auto& f : files) given.insert(BaseName(f.path));
+  // given (under its name or as a renamed copy) was not checked, so the
+  // comparison cannot say "all match".
   for (const auto& e : manifest["files"]) {
+    if (taken.count(&e)) continue;
     const std::string name = e["name"].get<std::string>();
-    if (given.count(name)) continue;
     Report rep(name);
     rep.Error("not-checked", "the manifest lists \"" + name +
                                  "\" but it was not given, so it was not checked: give it too (as "

@@ -17,7 +17,10 @@
 //    "files": [{"name": "model.pte", "kind": "pte", "size": N,
 //               "regions": [{"name": "program", "offset": 0, "size": N,
 //                            "xxh3": "16 hex digits"}, ...]}]}
-// Files are matched by file name (without directory), regions by name.
+// Files are matched by file name (without directory); a file whose name the
+// manifest does not list (a renamed copy) is matched by content: the entry
+// whose "program" region has the same size and checksum. Regions are matched
+// by name.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +51,8 @@ FileSums ChecksumPtd(const PtdFile& ptd);
 nlohmann::json ManifestJson(const std::vector<FileSums>& files);
 // Writes the manifest atomically.
 void WriteManifest(const std::string& path, const std::vector<FileSums>& files);
-// Reads and checks the shape of a manifest; throws Error("bad-manifest").
+// Reads and checks the shape of a manifest (through the JSON reader); throws
+// Error("bad-manifest") naming the field and its offset.
 nlohmann::json LoadManifest(const std::string& path);
 // Compares files against a manifest. Every difference is an error naming the
 // region ("checksum-mismatch", "region-mismatch", "size-mismatch",

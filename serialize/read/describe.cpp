@@ -255,7 +255,7 @@ class PteDescriber {
   void Header() {
     d_["file"] = pte_.name();
     d_["format"] = "pte";
-    d_["size"] = pte_.file().size;
+    d_["size"] = pte_.file_size();
     d_["valid"] = pte_.ok();
     d_["findings"] = ReportJson(pte_.report());
     json hdr;
@@ -511,7 +511,7 @@ json PtdHead(const PtdFile& ptd) {
   json d;
   d["file"] = ptd.name();
   d["format"] = "ptd";
-  d["size"] = ptd.file().size;
+  d["size"] = ptd.file_size();
   d["valid"] = ptd.ok();
   d["findings"] = ReportJson(ptd.report());
   const auto& h = ptd.header();
@@ -684,6 +684,18 @@ void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
     o << (i > 1 ? "," : "") << " #" << i - 1 << " " << (v < 0 ? std::to_string(v) : Human(static_cast<uint64_t>(v)));
   }
   o << "\n";
+  // Added by the API layer (serialize/insight/plan.h) for a file without errors outside its plan.
+  if (m.contains("memory_plan") && m["memory_plan"]["planned_tensors"].get<uint64_t>() > 0) {
+    const auto& mp = m["memory_plan"];
+    o << "  memory plan: planned " << Human(mp["planned"].get<uint64_t>());
+    if (mp["lower_bound"].is_null()) {
+      o << ", lower bound not derived: " << mp["not_checked"].get<std::string>() << "\n";
+    } else {
+      char pct[64];
+      std::snprintf(pct, sizeof pct, " (%.1f %% above)", mp["above_lower_bound_percent"].get<double>());
+      o << ", lower bound " << Human(mp["lower_bound"].get<uint64_t>()) << pct << "\n";
+    }
+  }
   if (!m["mutable_buffer_names"].empty()) {
     o << "  mutable buffer names:";
     for (const auto& n : m["mutable_buffer_names"]) o << " " << n.get<std::string>();

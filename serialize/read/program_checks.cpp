@@ -359,7 +359,7 @@ void ProgramChecker::CheckSegments() {
 
 void ProgramChecker::CheckSegment(size_t i, uint64_t* prev_end) {
   const auto* s = p_.segments()->Get(static_cast<flatbuffers::uoffset_t>(i));
-  const uint64_t fsize = w_.file.size;
+  const uint64_t fsize = w_.file_size;
   SegmentSpan span;
   span.offset = s->offset();
   span.size = s->size();

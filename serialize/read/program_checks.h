@@ -21,7 +21,8 @@ namespace ptepack {
 // Where findings go and how table pointers become file offsets.
 struct Where {
   Report& r;
-  const Bytes& file;
+  const Bytes& file;   // the bytes in memory (at least the flatbuffer)
+  uint64_t file_size;  // the whole file's size
   uint64_t at(const void* p) const { return static_cast<uint64_t>(static_cast<const uint8_t*>(p) - file.data); }
 };
 

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "serialize/read/leading_bytes.h"
+
 namespace ptepack {
 
 namespace ftb = flat_tensor_flatbuffer;
@@ -52,9 +54,17 @@ std::unique_ptr<PtdFile> PtdFile::Open(const std::string& path, const ReadOption
 }
 
 std::unique_ptr<PtdFile> PtdFile::FromBytes(Bytes data, std::string name, const ReadOptions& opts) {
+  const uint64_t size = data.size;
+  return FromLeadingBytes(std::move(data), size, std::move(name), opts);
+}
+
+std::unique_ptr<PtdFile> PtdFile::FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
+                                                   const ReadOptions& opts) {
+  CheckLeadingBytes(head, file_size, name);
   std::unique_ptr<PtdFile> f(new PtdFile());
   f->name_ = name;
-  f->file_ = std::move(data);
+  f->file_ = std::move(head);
+  f->file_size_ = file_size;
   f->report_ = Report(std::move(name));
   f->Parse(opts);
   return f;
@@ -64,12 +74,20 @@ Bytes PtdFile::SegmentData(size_t i) const {
   if (i >= segments_.size() || !segments_[i].in_file) {
     throw Error("segment-out-of-range", name_ + ": segment " + std::to_string(i) + " is not in the file");
   }
+  if (segments_[i].file_offset + segments_[i].size > file_.size) throw NotLoaded(name_, i, file_.size);
   return file_.Sub(segments_[i].file_offset, segments_[i].size);
 }
 
 Bytes PtdFile::EntryData(const PtdEntry& e) const {
   if (!e.valid) throw Error("segment-out-of-range", name_ + ": entry \"" + e.key.str() + "\" is not in the file");
   return SegmentData(e.segment_index).Sub(e.offset, e.size);
+}
+
+bool PtdFile::Has(std::string_view key) const {
+  for (const auto& e : entries_) {
+    if (e.key == key && e.valid) return true;
+  }
+  return false;
 }
 
 std::optional<Bytes> PtdFile::Find(std::string_view key) const {
@@ -97,7 +115,7 @@ void PtdFile::Parse(const ReadOptions& opts) {
 // The root offset, file identifier and FH01 header; false if nothing after
 // them can be read.
 bool PtdFile::ParseHeader() {
-  const uint64_t size = file_.size;
+  const uint64_t size = file_size_;
   const uint8_t* d = file_.data;
   if (size < 8) {
     report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0, ">= 8 bytes",
@@ -242,7 +260,7 @@ void PtdFile::CheckRootFields(const ReadOptions& opts) {
 // Each segment lies in the file, after the previous one, aligned as asked.
 template <typename Segments>
 void PtdFile::CheckSegments(const Segments* segs, const ReadOptions& opts) {
-  const uint64_t size = file_.size;
+  const uint64_t size = file_size_;
   const uint8_t* d = file_.data;
   const FlatTensorHeader& h = header_;
   // Vectors sized once (the flatbuffer is verified, so the counts are bounded

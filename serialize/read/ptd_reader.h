@@ -113,6 +113,10 @@ class PtdFile {
  public:
   static std::unique_ptr<PtdFile> Open(const std::string& path, const ReadOptions& opts = {});
   static std::unique_ptr<PtdFile> FromBytes(Bytes data, std::string name, const ReadOptions& opts = {});
+  // From the leading bytes LeadingBytesNeeded asks for (headers and
+  // flatbuffer) and the total size; see PteFile::FromLeadingBytes.
+  static std::unique_ptr<PtdFile> FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
+                                                   const ReadOptions& opts = {});
 
   const Report& report() const { return report_; }
   bool ok() const { return report_.ok(); }
@@ -125,11 +129,15 @@ class PtdFile {
   const std::vector<PtdEntry>& entries() const { return entries_; }
   Bytes EntryData(const PtdEntry& e) const;
   const FlatTensorHeader& header() const { return header_; }
+  // The bytes in memory: the whole file, or its leading bytes (FromLeadingBytes).
   const Bytes& file() const { return file_; }
+  uint64_t file_size() const { return file_size_; }
   const std::vector<SegmentSpan>& segments() const { return segments_; }
   Bytes SegmentData(size_t i) const;
   // Data for a key, or nullopt.
   std::optional<Bytes> Find(std::string_view key) const;
+  // True if a valid entry has this key (its data need not be in memory).
+  bool Has(std::string_view key) const;
 
  private:
   PtdFile() = default;
@@ -146,6 +154,7 @@ class PtdFile {
 
   std::string name_;
   Bytes file_;
+  uint64_t file_size_ = 0;
   Report report_;
   FlatTensorHeader header_;
   std::vector<SegmentSpan> segments_;

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "serialize/read/leading_bytes.h"
+#include "serialize/read/plan_checks.h"
 #include "serialize/read/program_checks.h"
 #include "serialize/read/ptd_reader.h"
 
@@ -97,9 +99,17 @@ std::unique_ptr<PteFile> PteFile::Open(const std::string& path, const ReadOption
 }
 
 std::unique_ptr<PteFile> PteFile::FromBytes(Bytes data, std::string name, const ReadOptions& opts) {
+  const uint64_t size = data.size;
+  return FromLeadingBytes(std::move(data), size, std::move(name), opts);
+}
+
+std::unique_ptr<PteFile> PteFile::FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
+                                                   const ReadOptions& opts) {
+  CheckLeadingBytes(head, file_size, name);
   std::unique_ptr<PteFile> f(new PteFile());
   f->name_ = name;
-  f->file_ = std::move(data);
+  f->file_ = std::move(head);
+  f->file_size_ = file_size;
   f->report_ = Report(std::move(name));
   f->Parse(opts);
   return f;
@@ -109,6 +119,7 @@ Bytes PteFile::SegmentData(size_t i) const {
   if (i >= segments_.size() || !segments_[i].in_file) {
     throw Error("segment-out-of-range", name_ + ": segment " + std::to_string(i) + " is not in the file");
   }
+  if (segments_[i].file_offset + segments_[i].size > file_.size) throw NotLoaded(name_, i, file_.size);
   return file_.Sub(segments_[i].file_offset, segments_[i].size);
 }
 
@@ -147,7 +158,7 @@ std::optional<uint64_t> FindMisalignedVector(const efb::Program& p, const uint8_
 }  // namespace
 
 void PteFile::Parse(const ReadOptions& opts) {
-  const uint64_t size = file_.size;
+  const uint64_t size = file_size_;
   if (size < 8) {
     report_.Error("truncated", "file too short to hold a flatbuffer root offset and file identifier", 0, ">= 8 bytes",
                   std::to_string(size) + " bytes");
@@ -168,7 +179,12 @@ void PteFile::Parse(const ReadOptions& opts) {
                   ">= " + std::to_string(kRuntimeHeadBytes) + " bytes", std::to_string(size) + " bytes");
   }
   if (!VerifyProgram(opts)) return;
-  segments_ = CheckProgramTables(Where{report_, file_}, ProgramFrame{*program_, header_, segment_base_offset_}, opts);
+  segments_ = CheckProgramTables(Where{report_, file_, file_size_},
+                                 ProgramFrame{*program_, header_, segment_base_offset_}, opts);
+  // The memory plan, once the tables it reads are known to be sound.
+  if (report_.ok() && opts.check_memory_plan && PlanCheckEnabled()) {
+    CheckMemoryPlan(Where{report_, file_, file_size_}, *program_);
+  }
 }
 
 bool PteFile::CheckIdentifier() {
@@ -191,7 +207,7 @@ bool PteFile::CheckIdentifier() {
 // The "eh00" extended header after the root offset and identifier: sets
 // header_, program_size_ and segment_base_offset_.
 bool PteFile::ParseExtendedHeader() {
-  const uint64_t size = file_.size;
+  const uint64_t size = file_size_;
   const uint8_t* d = file_.data;
   if (size < 8 + kExtendedHeaderMinLength) {
     report_.Error("truncated", "file ends inside the extended header", size,
@@ -232,7 +248,7 @@ bool PteFile::ParseExtendedHeader() {
 }
 
 void PteFile::CheckSegmentBase(const ExtendedHeader& h) {
-  const uint64_t size = file_.size;
+  const uint64_t size = file_size_;
   if (h.segment_base_offset != 0 && h.segment_base_offset < h.program_size) {
     report_.Error("segment-base-overlaps-program", "segment base offset lies inside the program data", 24,
                   ">= " + std::to_string(h.program_size), std::to_string(h.segment_base_offset));
@@ -339,7 +355,7 @@ void CompareExternalTensor(const Where& w, const efb::Tensor& t, const std::stri
 
 void PteFile::CheckExternalKeys(const std::vector<const PtdFile*>& ptds) {
   if (!program_ || !program_->execution_plan()) return;
-  const Where w{report_, file_};
+  const Where w{report_, file_, file_size_};
   // The runtime resolves external tensors in the data map given to
   // load_method (the .ptd files, merged), never in this file's named_data.
   std::unordered_map<std::string_view, KeyHolder> keys;  // views of the .ptd files' keys

@@ -34,6 +34,10 @@ struct ReadOptions {
   // true, an error when false (current runtimes cannot load them).
   bool allow_legacy_ptd = true;
   uint32_t max_tables = 1'000'000;  // the runtime's verifier default
+  // Check the memory plan (serialize/read/plan_checks.h) once the tables are
+  // sound. Off only to measure what it costs (micro_bench); the environment
+  // variable PTEPACK_SKIP_PLAN_CHECK turns it off for a whole process.
+  bool check_memory_plan = true;
 };
 
 struct SegmentSpan {
@@ -49,6 +53,12 @@ class PteFile {
   // collected in report().
   static std::unique_ptr<PteFile> Open(const std::string& path, const ReadOptions& opts = {});
   static std::unique_ptr<PteFile> FromBytes(Bytes data, std::string name, const ReadOptions& opts = {});
+  // Judges a file from its leading bytes (LeadingBytesNeeded in
+  // serialize/read/leading_bytes.h says how many) and its total size, as
+  // FromBytes would judge the whole file: the checks read only headers and the
+  // flatbuffer. Segment data is not there: SegmentData() throws "not-loaded".
+  static std::unique_ptr<PteFile> FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
+                                                   const ReadOptions& opts = {});
 
   const Report& report() const { return report_; }
   Report& mutable_report() { return report_; }
@@ -65,10 +75,14 @@ class PteFile {
   uint64_t header_size() const { return 8 + (header_ ? header_->length : 0); }
   uint64_t flatbuffer_size() const { return program_size_ > header_size() ? program_size_ - header_size() : 0; }
   uint64_t segment_base_offset() const { return segment_base_offset_; }
+  // The bytes in memory: the whole file, or its leading bytes (FromLeadingBytes).
   const Bytes& file() const { return file_; }
+  uint64_t file_size() const { return file_size_; }
+  bool whole() const { return file_.size == file_size_; }
   Bytes flatbuffer() const { return file_.Sub(0, program_size_); }
   const std::vector<SegmentSpan>& segments() const { return segments_; }
-  // Data of segment i; throws if it does not lie within the file.
+  // Data of segment i; throws if it does not lie within the file, or was not
+  // read ("not-loaded").
   Bytes SegmentData(size_t i) const;
 
   // Checks this program against the .ptd files it will be loaded with, as
@@ -91,6 +105,7 @@ class PteFile {
 
   std::string name_;
   Bytes file_;
+  uint64_t file_size_ = 0;
   Report report_;
   std::optional<ExtendedHeader> header_;
   uint64_t program_size_ = 0;

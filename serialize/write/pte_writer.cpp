@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "layout/alignment.h"
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
+#include "serialize/io/file_io.h"
 #include "serialize/model/dedup.h"
 #include "serialize/model/placement.h"
 #include "serialize/read/ptd_reader.h"
@@ -72,12 +74,14 @@ uint64_t PayloadBytes(const fb::Table& t) {
   return n;
 }
 
-// ExecuTorch's emitter stores identical delegate payloads once
-// (backend_delegate_data_cache in _emitter.py): delegates whose processed
-// bytes are equal share one inline entry. A package restored from a file
-// with extracted (per-segment deduplicated) delegates has one inline entry per
-// delegate; written inline again, equal payloads become one entry, numbered
-// in order of first use. Nothing changes when there are no duplicates.
+// Equal inline delegate payloads merged into one backend_delegate_data entry,
+// numbered in order of first use (BackendConfig::dedup_inline_delegate_data).
+// ExecuTorch's serializer keeps the entries it is given: the dedup is its
+// emitter's (backend_delegate_data_cache in _emitter.py, done by
+// ProgramBuilder), and emitters before that cache wrote one entry per
+// delegate. So by default the package's entries are kept as they are, and a
+// file of either kind is rewritten byte for byte. Nothing changes when there
+// are no duplicates.
 void DedupInlineDelegateData(fb::Table& p) {
   auto& bdd = Program{p}.backend_delegate_data();
   const size_t n = bdd.elems().size();
@@ -345,7 +349,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   PlaceMutableData(p, pkg, out.segments);
   if (cfg.extract_delegate_segments) {
     out.dedup_bytes_saved += ExtractDelegates(p, out.segments);
-  } else {
+  } else if (cfg.dedup_inline_delegate_data) {
     DedupInlineDelegateData(*pkg.program);
   }
   out.dedup_bytes_saved += PlaceNamedData(p, pkg, out.segments);
@@ -544,6 +548,101 @@ void AppendSegments(std::vector<uint8_t>& out, uint64_t base, const SegmentPlan&
 }
 }  // namespace
 
+namespace {
+
+// Compares a layout with a file front to back, stopping at the first
+// difference.
+class LayoutComparer {
+ public:
+  explicit LayoutComparer(const Bytes& file) : file_(file) {}
+
+  // `n` bytes at `p` are next in the layout.
+  bool Data(const uint8_t* p, uint64_t n) {
+    if (diff_) return false;
+    const uint64_t m = std::min(n, file_.size - at_);
+    if (p != file_.data + at_ && !Compare(p, m)) return false;  // the same memory: the same bytes
+    return Advance(m, n);
+  }
+  bool Data(const Bytes& b) {
+    if (b.zeros) return Zeros(b.size);
+    if (diff_) return false;
+    // A view of the same file (another mapping of it) at this very offset.
+    if (b.mapping && file_.mapping && b.mapping->dev() == file_.mapping->dev() &&
+        b.mapping->ino() == file_.mapping->ino() && b.mapping->data() && file_.mapping->data() &&
+        static_cast<uint64_t>(b.data - b.mapping->data()) ==
+            static_cast<uint64_t>(file_.data - file_.mapping->data()) + at_ &&
+        b.size <= file_.size - at_) {
+      return Advance(b.size, b.size);
+    }
+    return Data(b.data, b.size);
+  }
+  bool Zeros(uint64_t n) {
+    if (diff_) return false;
+    const uint64_t m = std::min(n, file_.size - at_);
+    for (uint64_t i = 0; i < m; ++i) {
+      if (file_.data[at_ + i] != 0) return Stop(at_ + i);
+    }
+    return Advance(m, n);
+  }
+  bool ZerosTo(uint64_t offset) { return offset <= at_ || Zeros(offset - at_); }
+  // The end of the layout: `total` bytes.
+  std::optional<uint64_t> Finish(uint64_t total) {
+    if (diff_) return diff_;
+    if (total != file_.size) return std::min<uint64_t>(total, file_.size);
+    return std::nullopt;
+  }
+
+ private:
+  bool Compare(const uint8_t* p, uint64_t n) {
+    constexpr uint64_t kChunk = 1 << 16;
+    for (uint64_t off = 0; off < n; off += kChunk) {
+      const uint64_t len = std::min(kChunk, n - off);
+      if (std::memcmp(p + off, file_.data + at_ + off, len) == 0) continue;
+      uint64_t i = off;
+      while (p[i] == file_.data[at_ + i]) ++i;
+      return Stop(at_ + i);
+    }
+    return true;
+  }
+  // `m` of the `n` bytes matched; fewer means the file ended.
+  bool Advance(uint64_t m, uint64_t n) {
+    at_ += m;
+    return m == n || Stop(file_.size);
+  }
+  bool Stop(uint64_t offset) {
+    diff_ = offset;
+    return false;
+  }
+  const Bytes& file_;
+  uint64_t at_ = 0;
+  std::optional<uint64_t> diff_;
+};
+
+void CompareSegments(LayoutComparer& c, uint64_t base, const SegmentPlan& plan) {
+  for (const auto& s : plan.segments()) {
+    if (!c.ZerosTo(base + s.offset)) return;
+    for (const auto& p : s.pieces) {
+      if (!c.Zeros(p.pad_before) || !c.Data(p.data)) return;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<uint64_t> FirstDifference(const PteLayout& l, const Bytes& file) {
+  LayoutComparer c(file);
+  if (c.Data(l.head.data(), l.head.size()) && l.segments.data_size() > 0 && c.ZerosTo(l.segment_base_offset)) {
+    CompareSegments(c, l.segment_base_offset, l.segments);
+  }
+  return c.Finish(l.total_size());
+}
+
+std::optional<uint64_t> FirstDifference(const PtdLayout& l, const Bytes& file) {
+  LayoutComparer c(file);
+  if (c.Data(l.head.data(), l.head.size())) CompareSegments(c, l.segment_base_offset, l.segments);
+  return c.Finish(l.total_size());
+}
+
 std::vector<uint8_t> RenderPte(const PteLayout& l) {
   std::vector<uint8_t> out = l.head;
   if (l.segments.data_size() > 0) AppendSegments(out, l.segment_base_offset, l.segments);
@@ -613,14 +712,33 @@ namespace {
 
 using PtdPlan = std::vector<std::pair<std::string, PtdLayout>>;  // path, layout
 
+bool IsInput(const std::string& path, const WriteOptions& o) {
+  for (const auto& in : o.inputs) {
+    if (SameFile(in, path)) return true;
+  }
+  return false;
+}
+
+// A .ptd that would replace an input of its name is named after the output:
+// "dir/out.ptd", or "dir/out-TAG.ptd" when there are several.
+std::string PtdNamedAfter(const std::string& pte_path, const std::string& tag, size_t count) {
+  std::filesystem::path p(pte_path);
+  std::string stem = p.stem().string();
+  if (p.extension() != ".pte") stem = p.filename().string();
+  const std::filesystem::path dir = p.parent_path();
+  const std::string name = count > 1 ? stem + "-" + tag + ".ptd" : stem + ".ptd";
+  return dir.empty() ? name : (dir / name).string();
+}
+
 // Refuses collisions and foreign files before anything is written: two
 // outputs with one name, an output path that may not be written, an existing
 // .ptd that was not an input (unless forced). The .pte is the last target.
-void RefuseBadTargets(const std::vector<std::string>& targets, const PteLayout& l, const WriteOptions& o) {
+void RefuseBadTargets(const std::vector<std::string>& targets, const std::vector<const ExternalFile*>& external,
+                      const WriteOptions& o) {
   std::map<std::string, std::string> seen;  // canonical path -> what it is
   for (size_t i = 0; i < targets.size(); ++i) {
     const bool is_pte = i + 1 == targets.size();
-    const std::string what = is_pte ? "the program" : "the data file of tag \"" + l.external[i].tag + "\"";
+    const std::string what = is_pte ? "the program" : "the data file of tag \"" + external[i]->tag + "\"";
     auto [it, fresh] = seen.emplace(PathKey(targets[i]), what);
     if (!fresh) {
       Refuse("output-collision", targets[i],
@@ -665,8 +783,8 @@ void ProbeTargets(const std::vector<std::string>& targets, const WriteOptions& o
 // committing the real targets one after the other could replace the .ptd
 // files and then fail on the .pte (full disk), pairing new data with an
 // old program. The staging names never are inputs.
-void StageCheckAndRename(const PteLayout& l, const PtdPlan& ptds, const std::string& pte_path, const WriteOptions& o,
-                         WriteResult& r) {
+void StageCheckAndRename(const PteLayout& l, const PtdPlan& ptds, const std::vector<std::string>& kept,
+                         const std::string& pte_path, const WriteOptions& o, WriteResult& r) {
   StagedFiles staged;
   auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
     std::string name = StagedFiles::NameFor(target);
@@ -687,6 +805,7 @@ void StageCheckAndRename(const PteLayout& l, const PtdPlan& ptds, const std::str
   {
     const auto& files = staged.files();
     std::vector<std::pair<std::string, std::string>> staged_ptds(files.begin(), files.end() - 1);
+    for (const auto& k : kept) staged_ptds.emplace_back(k, k);
     CheckStaged(staged_ptds, files.back().first, pte_path);
   }
   // All or nothing: a failed rename restores the files renamed before it,
@@ -710,17 +829,37 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   r.flatbuffer_size = l.head.size() - l.header_size;  // README, "Sizes": program size - header
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
+  // .ptd inputs beside the output: kept when unchanged, else not overwritten.
+  std::vector<std::string> kept;
+  PtdPlan to_write;
+  std::vector<const ExternalFile*> to_write_ef;
+  for (size_t i = 0; i < ptds.size(); ++i) {
+    std::string& target = ptds[i].first;
+    if (!o.allow_overwrite_input && IsInput(target, o)) {
+      if (!FirstDifference(ptds[i].second, MappedFile::Open(target)->All())) {
+        kept.push_back(target);
+        continue;
+      }
+      target = PtdNamedAfter(pte_path, l.external[i].tag, ptds.size());
+    }
+    to_write.push_back(std::move(ptds[i]));
+    to_write_ef.push_back(&l.external[i]);
+  }
   std::vector<std::string> targets;
-  for (const auto& pd : ptds) targets.push_back(pd.first);
+  for (const auto& pd : to_write) targets.push_back(pd.first);
   targets.push_back(pte_path);
-  RefuseBadTargets(targets, l, o);
+  RefuseBadTargets(targets, to_write_ef, o);
   ProbeTargets(targets, o);
   if (o.dry_run) {
-    for (const auto& pd : ptds) r.ptds.push_back({pd.first, pd.second.total_size()});
+    for (const auto& pd : to_write) r.ptds.push_back({pd.first, pd.second.total_size(), false});
     r.pte = {pte_path, l.total_size()};
-    return r;
+  } else {
+    StageCheckAndRename(l, to_write, kept, pte_path, o, r);
   }
-  StageCheckAndRename(l, ptds, pte_path, o, r);
+  for (const auto& k : kept) {
+    struct stat st {};
+    r.ptds.push_back({k, ::stat(k.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0, true});
+  }
   return r;
 }
 

@@ -9,6 +9,7 @@
 // Output is streamed to a temp file and renamed into place.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,14 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
 // Writes a layout to a file (atomic).
 uint64_t WritePteLayout(const PteLayout& layout, const std::string& path, const WriteOptions& options);
 uint64_t WritePtdLayout(const PtdLayout& layout, const std::string& path, const WriteOptions& options);
+
+// The first offset at which the file a layout describes differs from `file`
+// (the shorter size when one is a prefix of the other), or nullopt when they
+// are the same bytes -- without rendering or writing anything. Segment data
+// that views `file` itself at the offset it would be written to (a rewrite of
+// the file it was read from) is not read again; padding and other data are.
+std::optional<uint64_t> FirstDifference(const PteLayout& layout, const Bytes& file);
+std::optional<uint64_t> FirstDifference(const PtdLayout& layout, const Bytes& file);
 
 // Whole file in memory (tests, small programs).
 std::vector<uint8_t> RenderPte(const PteLayout& layout);

@@ -48,6 +48,11 @@ std::string OracleResult::Describe() const {
       for (const auto& m : out["methods"]) {
         o << "; method " << m.value("name", "?") << " load " << m.value("load_status", json()).dump();
         if (m.contains("run")) o << " run " << m["run"]["status"].dump();
+        if (m.contains("clobber")) {
+          o << " clobber " << m["clobber"].value("status", json()).dump();
+          if (m["clobber"].contains("error")) o << " (" << m["clobber"]["error"].get<std::string>() << ")";
+          if (m["clobber"].contains("limit")) o << " (" << m["clobber"]["limit"].get<std::string>() << ")";
+        }
       }
     }
   }
@@ -55,8 +60,8 @@ std::string OracleResult::Describe() const {
   return o.str();
 }
 
-OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds,
-                              bool run) {
+OracleResult RunRuntimeOracleWith(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds,
+                                  const std::vector<std::string>& flags) {
   OracleResult r;
   const char* harness = HarnessPath(build);
   if (harness == nullptr) {
@@ -68,7 +73,7 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
   const std::string err_path = err_dir + "/stderr";
   std::string cmd = ShellQuote(harness) + " " + ShellQuote(pte);
   for (const auto& p : ptds) cmd += " --ptd " + ShellQuote(p);
-  if (run) cmd += " --run";
+  for (const auto& f : flags) cmd += " " + ShellQuote(f);
   cmd += " 2>" + ShellQuote(err_path);
   std::string text;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -92,6 +97,64 @@ OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const s
                   << r.Describe() << "\nstdout: " << Tail(text, 500);
   }
   return r;
+}
+
+OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds,
+                              bool run) {
+  return RunRuntimeOracleWith(build, pte, ptds, run ? std::vector<std::string>{"--run"} : std::vector<std::string>{});
+}
+
+OracleResult RunClobberOracle(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds,
+                              const std::vector<uint32_t>& share_buffers) {
+  std::vector<std::string> flags = {"--clobber"};
+  for (uint32_t id : share_buffers) {
+    flags.push_back("--share-buffer");
+    flags.push_back(std::to_string(id));
+  }
+  return RunRuntimeOracleWith(build, pte, ptds, flags);
+}
+
+json ClobberView(const json& o) {
+  json methods = json::array();
+  if (!o.is_object() || !o.contains("methods")) return methods;
+  for (const auto& m : o["methods"]) {
+    json mv = {{"name", m.value("name", "")}, {"load_status", m.value("load_status", json())}};
+    if (m.contains("clobber")) {
+      for (const char* k : {"status", "error", "limit", "inputs", "trace", "outputs"}) {
+        if (m["clobber"].contains(k)) mv[k] = m["clobber"][k];
+      }
+    }
+    methods.push_back(mv);
+  }
+  return methods;
+}
+
+std::string FirstClobberDifference(const json& a, const json& b) {
+  if (a == b) return "";
+  if (!a.is_array() || !b.is_array() || a.size() != b.size()) return "the methods differ";
+  for (size_t i = 0; i < a.size(); i++) {
+    const json& x = a[i];
+    const json& y = b[i];
+    if (x == y) continue;
+    const std::string name = x.value("name", "?");
+    for (const char* k : {"load_status", "status", "error", "limit", "inputs"}) {
+      if (x.value(k, json()) != y.value(k, json())) {
+        return "method " + name + ": " + k + " " + x.value(k, json()).dump() + " vs " + y.value(k, json()).dump();
+      }
+    }
+    const json tx = x.value("trace", json::array()), ty = y.value("trace", json::array());
+    for (size_t c = 0; c < std::min(tx.size(), ty.size()); c++) {
+      if (tx[c] != ty[c]) {
+        return "method " + name + ": call " + std::to_string(c) + " " + tx[c].dump() + " vs " + ty[c].dump();
+      }
+    }
+    if (tx.size() != ty.size()) {
+      return "method " + name + ": " + std::to_string(tx.size()) + " calls vs " + std::to_string(ty.size());
+    }
+    return "method " + name + ": outputs " + x.value("outputs", json()).dump() + " vs " +
+           y.value("outputs", json()).dump();
+  }
+  return "the runs differ";
 }
 
 json ExternalKeys(const json& o) {

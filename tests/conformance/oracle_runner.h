@@ -34,6 +34,27 @@ struct OracleResult {
 OracleResult RunRuntimeOracle(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds = {},
                               bool run = false);
 
+// `harness PTE [--ptd P]... FLAGS...`, for flags the functions above do not cover.
+OracleResult RunRuntimeOracleWith(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds,
+                                  const std::vector<std::string>& flags);
+
+// `harness PTE [--ptd P]... --clobber [--share-buffer ID]...` (tests/oracle/clobber.h): every
+// method loaded, then run in program order with clobbering stub kernels and delegates, each
+// call traced. `share_buffers`: memory_ids every method shares (mutable state shared between
+// methods).
+OracleResult RunClobberOracle(OracleBuild build, const std::string& pte, const std::vector<std::string>& ptds = {},
+                              const std::vector<uint32_t>& share_buffers = {});
+
+// What a --clobber run computed, per method: the run's status, its inputs, the trace (one
+// entry per stub call: instruction, operator or delegate, each read argument's hash, each
+// output's hash after the call) and the outputs' hashes. Two plans of one program that the
+// runtime executes identically have equal views.
+nlohmann::ordered_json ClobberView(const nlohmann::ordered_json& oracle_out);
+
+// The first difference between two ClobberViews, in words ("" when equal): the method, the
+// call and what differs.
+std::string FirstClobberDifference(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b);
+
 // What the runtime saw, minus what legitimately differs between two layouts of the same program
 // (file names): load statuses, method meta, delegate inits (backend, processed bytes, compile
 // specs), constants (value index, dtype, nbytes, hash), initial mutable state, named-data keys

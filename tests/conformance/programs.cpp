@@ -27,6 +27,13 @@ std::vector<uint8_t> Floats(const std::vector<float>& v) {
   return out;
 }
 
+std::vector<uint8_t> ClobberDelegatePayload(int outputs) {
+  const std::string head = "ptepack-clobber-delegate outputs=" + std::to_string(outputs) + "\n";
+  std::vector<uint8_t> v(head.begin(), head.end());
+  for (int i = 0; i < 16; i++) v.push_back(static_cast<uint8_t>(i * 37));
+  return v;
+}
+
 std::string Xxh64Hex(const std::vector<uint8_t>& bytes) {
   char buf[17];
   std::snprintf(

@@ -36,6 +36,10 @@ BuiltProgram AffineProgram();
 // named blob in the .pte and a constant. Loads; not executable (the backends are stubs).
 BuiltProgram DelegateProgram();
 
+// The payload of a delegate whose stub in the runtime oracle's --clobber mode writes its last
+// `outputs` arguments (tests/oracle/clobber.h, kDelegateMagic), then 16 bytes of "compiled" code.
+std::vector<uint8_t> ClobberDelegatePayload(int outputs);
+
 // The little-endian bytes of float values.
 std::vector<uint8_t> Floats(const std::vector<float>& v);
 

@@ -4,21 +4,31 @@
 // Any input may be rejected by the reader. An input it accepts must survive
 // everything the CLI does with a valid file (describe, restore to package
 // form, infer the config, lay out and render), and the rendered file must be
-// accepted again (for .ptd files: with the same keys and bytes). Each
+// accepted again (for .ptd files: with the same keys and bytes); a program
+// that can be rewritten must also extract, and what extract writes must
+// pack back to the very bytes of the rewrite. Each
 // function returns "" when that holds, otherwise what went wrong; crashes,
 // leaks and undefined behaviour are left to the sanitizers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "config/backend_config.h"
 #include "ptepack/error.h"
+#include "serialize/api/extract.h"
+#include "serialize/api/replan.h"
 #include "serialize/insight/byte_map.h"
+#include "serialize/insight/plan_map.h"
 #include "serialize/insight/size.h"
 #include "serialize/model/package.h"
+#include "serialize/model/spec.h"
 #include "serialize/read/describe.h"
+#include "serialize/read/plan_lifetimes.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"
@@ -58,6 +68,117 @@ inline std::string CheckSizeBreakdown(const FileSize& f) {
   return "";
 }
 
+// Where two renderings first differ, for messages.
+inline std::string FirstDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return "sizes " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ", first difference at offset " +
+         std::to_string(i);
+}
+
+// extract -> pack: the files `extract` writes for an accepted program (in
+// memory here), packed again with its config.json, give exactly the bytes a
+// repack with the inferred config gives (`repacked`) -- the input itself
+// wherever the inferred config reproduces it. Returns "" when that holds.
+inline std::string CheckExtractPack(const uint8_t* data, size_t size, const std::vector<uint8_t>& repacked) {
+  ValidInput in;
+  in.pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
+  in.paths = {"fuzz.pte"};
+  Extraction x;
+  try {
+    x = ExtractProgram(in);
+  } catch (const Error& e) {
+    return std::string("extract failed on a program repack rewrites: ") + e.what();
+  }
+  std::map<std::string, Bytes> files;
+  for (const auto& f : x.files) files[f.name] = f.data;
+  auto text = [&](const std::string& name) {
+    const Bytes& b = files[name];
+    return std::string(reinterpret_cast<const char*>(b.data), b.size);
+  };
+  std::vector<uint8_t> packed;
+  try {
+    Package pkg =
+        PackageFromSpecJson(text("spec.json"), "", "spec.json", [&](const std::string& name) -> std::optional<Bytes> {
+          auto it = files.find(name);
+          if (it == files.end()) return std::nullopt;
+          return it->second;
+        });
+    packed = RenderPte(LayoutPte(pkg, BackendConfig::FromJsonString(text("config.json"))));
+  } catch (const Error& e) {
+    return std::string("pack of what extract wrote failed: ") + e.what();
+  }
+  if (packed != repacked) return "extract -> pack differs from repack: " + FirstDiff(packed, repacked);
+  return "";
+}
+
+// The lifetime model and what the planner reads, on a program the reader
+// accepted: live runs ascending, disjoint and inside their method; nothing
+// live in a method that was not derived; blocks, their storages and offsets
+// in step; no lower bound above the blocks' aligned sizes added up.
+inline std::string CheckPlanViews(const executorch_flatbuffer::Program& p) {
+  const ProgramLifetimes lt = DeriveLifetimes(p);
+  for (const MethodLifetimes& m : lt.methods) {
+    for (const PlanStorage& s : m.storages) {
+      if (!m.derived() && !s.live.empty()) return "lifetimes: " + m.name + " was not derived but has live runs";
+      for (size_t k = 0; k < s.live.size(); ++k) {
+        const LiveRun& r = s.live[k];
+        if (r.first > r.last || r.last >= m.instruction_count) return "lifetimes: a run outside " + m.name;
+        if (k > 0 && r.first <= s.live[k - 1].last + 1) return "lifetimes: runs of " + m.name + " overlap or touch";
+      }
+    }
+  }
+  for (const MethodPlanView& v : PlanViews(p, lt)) {
+    for (const PlanBufferView& b : v.buffers) {
+      if (b.offsets.size() != b.blocks.size() || b.block_storage.size() != b.blocks.size()) {
+        return "plan views: blocks and offsets differ in number";
+      }
+      uint64_t sum = 0;
+      for (const PlanBlock& blk : b.blocks) {
+        if (blk.first > blk.last) return "plan views: a block ends before it starts";
+        const uint64_t aligned =
+            blk.size + (b.alignment - 1) < blk.size ? UINT64_MAX : (blk.size + b.alignment - 1) & ~(b.alignment - 1);
+        sum = sum + aligned < sum ? UINT64_MAX : sum + aligned;
+      }
+      if (b.lower_bound > sum) return "plan views: the lower bound exceeds every block's bytes added up";
+    }
+  }
+  return "";
+}
+
+// `ptepack plan -o` (each algorithm's placement, even where not smaller) and
+// `map --memory` on a program the reader accepted: every re-planned program
+// the reader accepts again, with no plan finding at all; a method whose
+// lifetimes are not derived is refused (plan-not-checked), nothing else.
+inline std::string CheckReplan(const PteFile& pte) {
+  (void)MemoryMapSvg(pte);
+  for (PlanAlgorithm a : {PlanAlgorithm::kExecutorchGreedy, PlanAlgorithm::kBest}) {
+    PlanReportOptions o;
+    o.algorithms = {a};
+    o.chosen = a;
+    o.keep_input_unless_smaller = false;
+    o.planner.improve_budget = 20000;  // a fuzz input's time goes to the checks, not the search
+    o.planner.exact_budget = 2000;
+    std::vector<uint8_t> out;
+    try {
+      Package pkg = PackageFromPte(pte);
+      InferredConfig inf = InferConfig(pte, pkg);
+      inf.ApplyBlobAlignments(pkg);
+      ReplanPackage(pte, pkg, o);
+      out = RenderPte(LayoutPte(pkg, inf.config));
+    } catch (const Error& e) {
+      if (e.finding().code == "plan-not-checked") continue;
+      return CheckError(e, (std::string("plan ") + PlanAlgorithmName(a)).c_str());
+    }
+    auto again = PteFile::FromBytes(Bytes::View(out.data(), out.size()), "replanned.pte");
+    if (!again->ok()) return std::string("re-planned program does not verify:") + FindingsText(again->report());
+    for (const Finding& f : again->report().findings()) {
+      if (f.code.rfind("plan-", 0) == 0 && f.code != "plan-not-checked") return "re-planned: " + f.ToString();
+    }
+  }
+  return "";
+}
+
 // `accepted` (optional) tells whether the reader accepted the input.
 inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {
   auto pte = PteFile::FromBytes(Bytes::View(data, size), "fuzz.pte");
@@ -70,6 +191,8 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
     SizeReport sr = AnalyzeSize(*pte, {});
     if (std::string p = CheckSizeBreakdown(sr.pte); !p.empty()) return p;
   }
+
+  if (std::string p = CheckPlanViews(*pte->program()); !p.empty()) return p;
 
   nlohmann::json d = DescribePte(*pte, {});
   (void)d.dump();
@@ -91,7 +214,8 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
   }
   auto again = PteFile::FromBytes(Bytes::View(out.data(), out.size()), "rendered.pte");
   if (!again->ok()) return "rendered program does not verify:" + FindingsText(again->report());
-  return "";
+  if (std::string p = CheckExtractPack(data, size, out); !p.empty()) return p;
+  return CheckReplan(*pte);
 }
 
 inline std::string CheckPtdBytes(const uint8_t* data, size_t size, bool* accepted = nullptr) {

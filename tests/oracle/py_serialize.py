@@ -15,7 +15,10 @@ the test built it with ptepack's ProgramBuilder, in program.fbs field names:
                 "emit_stacktrace": bool, "emit_mutable_buffer_names": bool,
                 "external_constants": {fqn: tag, ...},      # constant_tag per tensor
                 "external_mutable_weights_tag": str|null,   # tag of trainable weights
-                "external_constants_all_tag": str|null},    # external_constants=True
+                "external_constants_all_tag": str|null,     # external_constants=True
+                "dedup_delegate_data": bool},               # optional, default true: the
+                        # emitter's backend_delegate_data_cache; false: one entry per delegate,
+                        # as emitters before the cache wrote (and as the serializer keeps them)
      "methods": [{"name": str, "container_meta_type": {...}|null,
                   "values": [EValue JSON ({"val_type": "Int", "val": {"int_val": 1}}),
                              or a Tensor with "constant": {"data": hex, "fqn": str|null}
@@ -187,9 +190,9 @@ def _plan(m, cfg, state: _ProgramState) -> S.ExecutionPlan:
     for d in m["delegates"]:
         data = bytes.fromhex(d["data"])
         hashed = _sha(data)
-        index = state.backend_delegate_data_cache.get(hashed)
+        index = state.backend_delegate_data_cache.get(hashed) if cfg.get("dedup_delegate_data", True) else None
         if index is None:
-            index = len(state.backend_delegate_data_cache)
+            index = len(state.backend_delegate_data)
             state.backend_delegate_data_cache[hashed] = index
             state.backend_delegate_data.append(S.BackendDelegateInlineData(data=data))
         delegates.append(

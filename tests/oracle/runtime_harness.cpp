@@ -1,15 +1,21 @@
 // ExecuTorch's runtime as a test oracle: loads a .pte (and .ptd files) with the unmodified
 // ExecuTorch runtime and prints, as one JSON object on stdout, everything the runtime saw.
 //
-//   et_runtime_oracle FILE.pte [--ptd F.ptd]... [--run]
+//   et_runtime_oracle (FILE.pte | --batch LIST) [--ptd F.ptd]... [--run | --clobber [--share-buffer ID]...
+//                     [--max-steps N]]
 //
-// Exit 0: everything loaded (and, with --run, executed); 1: the runtime refused something
-// (the JSON says what); 2: usage. Anything else is a crash.
+// Exit 0: everything loaded (and, with --run or --clobber, executed); 1: the runtime refused
+// something (the JSON says what); 2: usage. Anything else is a crash.
 //
 // Stub kernels are registered for every operator the program names (so load_method resolves
 // them) and one stub BackendInterface for every delegate id, which records what init() was
 // given. With --run, the few real kernels below replace the stubs and every method is executed
-// on deterministic inputs.
+// on deterministic inputs. With --clobber (clobber.h), every operator without a prim-op kernel
+// and every delegate gets a clobbering stub, all methods are loaded, then each is executed in
+// program order and traced; --share-buffer ID gives every method one and the same planned
+// buffer ID (memory_id), as a caller does for mutable state shared between methods;
+// --max-steps stops a run after N instructions (default 1,000,000). --batch LIST does the same
+// for every .pte named in LIST (one a line) in one process, one JSON line each.
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/extension/named_data_map/merged_data_map.h>
@@ -33,6 +39,7 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -41,11 +48,15 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "clobber.h"
 
 namespace {
 
@@ -82,8 +93,10 @@ std::string Hash(const void* data, size_t size) {
 
 json Status(Error e) { return json{{"code", static_cast<uint32_t>(e)}, {"name", executorch::runtime::to_string(e)}}; }
 
-// ---- Stub backend: records every init().
+// ---- Stub backend: records every init(); in --clobber mode it also computes (clobber.h).
 json g_delegate_inits = json::array();
+bool g_clobber = false;
+std::deque<clobber::DelegateInfo> g_delegate_infos;  // the handles init() returns in --clobber mode
 
 class StubBackend final : public BackendInterface {
  public:
@@ -101,10 +114,15 @@ class StubBackend final : public BackendInterface {
                                 {"processed_size", processed->size()},
                                 {"processed_xxh64", Hash(processed->data(), processed->size())},
                                 {"compile_specs", specs_json}});
+    if (g_clobber) {
+      g_delegate_infos.push_back({id_, clobber::DelegateOutputsFromPayload(processed->data(), processed->size())});
+      return &g_delegate_infos.back();
+    }
     return const_cast<char*>(id_.c_str());  // any non-null handle
   }
-  Error execute(executorch::runtime::BackendExecutionContext& /*context*/, DelegateHandle* /*handle*/,
-                Span<EValue*> /*args*/) const override {
+  Error execute(executorch::runtime::BackendExecutionContext& /*context*/, DelegateHandle* handle,
+                Span<EValue*> args) const override {
+    if (g_clobber) return clobber::StubDelegate(*static_cast<const clobber::DelegateInfo*>(handle), args);
     return Error::NotSupported;  // a stub: it cannot compute
   }
 
@@ -255,14 +273,20 @@ json RegisterOperatorsAndBackends(const executorch_flatbuffer::Program* fb, bool
     }
   }
   json registered = {{"operators", json::array()}, {"backends", json::array()}};
+  static std::map<std::string, std::string> ours;  // kernels this process registered (--batch), and their kind
+  static std::set<std::string> our_backends;
   for (const std::string& name : ops) {
+    if (auto it = ours.find(name); it != ours.end()) {
+      registered["operators"].push_back({{"name", name}, {"kernel", it->second}});
+      continue;
+    }
     if (Registered(name)) {
       registered["operators"].push_back({{"name", name}, {"kernel", "oracle"}});  // prim ops
       continue;
     }
-    executorch::runtime::OpFunction fn = StubKernel;
-    const char* kind = "stub";
-    if (run) {
+    executorch::runtime::OpFunction fn = g_clobber ? clobber::StubKernel : StubKernel;
+    const char* kind = g_clobber ? "clobber" : "stub";
+    if (run && !g_clobber) {
       for (const RealKernel& k : kRealKernels) {
         if (name == k.name) {
           fn = k.fn;
@@ -276,14 +300,16 @@ json RegisterOperatorsAndBackends(const executorch_flatbuffer::Program* fb, bool
       std::exit(3);
     }
     registered["operators"].push_back({{"name", name}, {"kernel", kind}});
+    ours[name] = kind;
   }
   for (const std::string& id : backends) {
+    registered["backends"].push_back(id);
+    if (!our_backends.insert(id).second) continue;
     g_backends.emplace_back(id);
     if (executorch::runtime::register_backend({g_backends.back().name(), &g_backends.back()}) != Error::Ok) {
       std::fprintf(stderr, "cannot register backend %s\n", id.c_str());
       std::exit(3);
     }
-    registered["backends"].push_back(id);
   }
   return registered;
 }
@@ -455,8 +481,7 @@ json Constants(const Program& program, const executorch_flatbuffer::ExecutionPla
 
 // Mutable tensors with an initial state (from a segment or a .ptd), hashed where load_method put
 // them: in the memory-planned buffers.
-json PlannedInitialState(const executorch_flatbuffer::ExecutionPlan* plan,
-                         const std::vector<std::vector<uint8_t>>& buffers) {
+json PlannedInitialState(const executorch_flatbuffer::ExecutionPlan* plan, const std::vector<Span<uint8_t>>& buffers) {
   json list = json::array();
   if (plan->values() == nullptr) return list;
   for (uint32_t i = 0; i < plan->values()->size(); i++) {
@@ -531,31 +556,47 @@ json OutputsJson(Method& method) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: et_runtime_oracle FILE.pte [--ptd F.ptd]... [--run]\n");
+  std::fprintf(stderr,
+               "usage: et_runtime_oracle (FILE.pte | --batch LIST) [--ptd F.ptd]... [--run | --clobber "
+               "[--share-buffer ID]... [--max-steps N]]\n");
   return 2;
 }
 
+// One loaded method and the memory it runs in. Kept alive until every method has run in
+// --clobber mode (methods may share planned buffers); destroyed after its own run otherwise.
+struct Session {
+  std::vector<std::vector<uint8_t>> own;  // planned buffers of this method alone
+  std::vector<Span<uint8_t>> spans;       // every planned buffer (own or shared), by memory_id - 1
+  std::unique_ptr<HierarchicalAllocator> planned;
+  Pool method_pool{kMethodPool}, temp_pool{kTempPool};
+  MemoryAllocator method_allocator{static_cast<uint32_t>(kMethodPool), method_pool.data};
+  MemoryAllocator temp_allocator{static_cast<uint32_t>(kTempPool), temp_pool.data};
+  std::unique_ptr<MemoryManager> mm;
+  clobber::Storage io;  // inputs and unplanned outputs in --clobber mode (outlives the method)
+  std::optional<Method> method;
+  const executorch_flatbuffer::ExecutionPlan* plan = nullptr;
+};
+
+// Instructions one --clobber run may execute before it is called a loop that does not end
+// (--max-steps; upstream's Method::execute stops at ET_MAX_INSTRUCTIONS, 10,000,000).
+constexpr size_t kMaxClobberSteps = 1000000;
+
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::string pte;
+struct Options {
   std::vector<std::string> ptds;
   bool run = false;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    if (a == "--ptd" && i + 1 < argc) {
-      ptds.push_back(argv[++i]);
-    } else if (a == "--run") {
-      run = true;
-    } else if (!a.empty() && a[0] != '-' && pte.empty()) {
-      pte = a;
-    } else {
-      return Usage();
-    }
-  }
-  if (pte.empty()) return Usage();
+  std::set<uint32_t> shared_ids;  // --share-buffer: memory_ids every method shares
+  size_t max_steps = kMaxClobberSteps;
+};
 
-  executorch::runtime::runtime_init();
+// Loads (and with --run or --clobber runs) one program and prints its JSON object on one line.
+// 0: everything loaded (and ran); 1: the runtime refused something.
+static int RunFile(const std::string& pte, const Options& opt) {
+  const std::vector<std::string>& ptds = opt.ptds;
+  const bool run = opt.run;
+  const std::set<uint32_t>& shared_ids = opt.shared_ids;
+  const size_t max_steps = opt.max_steps;
   json out;
   out["oracle"] = {{"deprecated_constant_buffer", ET_ENABLE_DEPRECATED_CONSTANT_BUFFER != 0}};
   bool ok = true;
@@ -607,6 +648,8 @@ int main(int argc, char** argv) {
   if (!loader.ok()) {
     out["program"] = {{"status", Status(loader.error())}};
     std::printf("%s\n", out.dump().c_str());
+    std::fflush(stdout);
+    std::fflush(stdout);
     return 1;
   }
   auto program = Program::load(&loader.get(), Program::Verification::InternalConsistency);
@@ -614,6 +657,8 @@ int main(int argc, char** argv) {
   if (!program.ok()) {
     out["ok"] = false;
     std::printf("%s\n", out.dump().c_str());
+    std::fflush(stdout);
+    std::fflush(stdout);
     return 1;
   }
 
@@ -640,7 +685,24 @@ int main(int argc, char** argv) {
     constants_map = pte_map.get();
   }
 
+  // --share-buffer: one buffer per shared memory_id, as large as the largest method asks.
+  std::map<uint32_t, std::vector<uint8_t>> shared;
+  for (uint32_t id : shared_ids) {
+    size_t size = 0;
+    for (size_t mi = 0; mi < program->num_methods(); mi++) {
+      auto name = program->get_method_name(mi);
+      if (!name.ok()) continue;
+      auto meta = program->method_meta(name.get());
+      if (!meta.ok() || id - 1 >= meta->num_memory_planned_buffers()) continue;
+      auto s = meta->memory_planned_buffer_size(id - 1);
+      if (s.ok()) size = std::max(size, static_cast<size_t>(s.get()));
+    }
+    shared[id].resize(size);
+  }
+
   json methods = json::array();
+  std::deque<std::unique_ptr<Session>> sessions;  // --clobber: every loaded method, in program order
+  std::vector<size_t> session_method;             // its index in `methods`
   for (size_t mi = 0; mi < program->num_methods(); mi++) {
     json mj;
     auto name = program->get_method_name(mi);
@@ -661,43 +723,113 @@ int main(int argc, char** argv) {
     }
     mj["meta"] = MetaJson(meta.get());
 
-    std::vector<std::vector<uint8_t>> buffers;
-    std::vector<Span<uint8_t>> spans;
+    auto session = std::make_unique<Session>();
+    session->plan = plan;
     for (size_t i = 0; i < meta->num_memory_planned_buffers(); i++) {
       auto s = meta->memory_planned_buffer_size(i);
-      buffers.emplace_back(s.ok() ? static_cast<size_t>(s.get()) : 0);
+      session->own.emplace_back(shared.count(static_cast<uint32_t>(i + 1)) ? 0
+                                : s.ok()                                   ? static_cast<size_t>(s.get())
+                                                                           : 0);
     }
-    for (auto& b : buffers) spans.emplace_back(b.data(), b.size());
-    HierarchicalAllocator planned(Span<Span<uint8_t>>(spans.data(), spans.size()));
-    Pool method_pool(kMethodPool), temp_pool(kTempPool);
-    MemoryAllocator method_allocator(static_cast<uint32_t>(method_pool.size), method_pool.data);
-    MemoryAllocator temp_allocator(static_cast<uint32_t>(temp_pool.size), temp_pool.data);
-    MemoryManager mm(&method_allocator, &planned, &temp_allocator);
+    for (size_t i = 0; i < session->own.size(); i++) {
+      auto it = shared.find(static_cast<uint32_t>(i + 1));
+      std::vector<uint8_t>& b = it != shared.end() ? it->second : session->own[i];
+      session->spans.emplace_back(b.data(), b.size());
+    }
+    session->planned =
+        std::make_unique<HierarchicalAllocator>(Span<Span<uint8_t>>(session->spans.data(), session->spans.size()));
+    session->mm =
+        std::make_unique<MemoryManager>(&session->method_allocator, session->planned.get(), &session->temp_allocator);
 
     g_delegate_inits = json::array();
-    auto method = program->load_method(name.get(), &mm, nullptr, external_map);
+    auto method = program->load_method(name.get(), session->mm.get(), nullptr, external_map);
     mj["load_status"] = Status(method.error());
     mj["delegate_inits"] = g_delegate_inits;
     if (!method.ok()) ok = false;
     mj["constants"] = Constants(program.get(), plan, constants_map, &ok);
     if (method.ok()) {
-      mj["planned_initial_state"] = PlannedInitialState(plan, buffers);
+      session->method.emplace(std::move(method.get()));
+      mj["planned_initial_state"] = PlannedInitialState(plan, session->spans);
       if (run) {
         json inputs = json::array();
-        FillInputs(method.get(), &inputs);
-        Error e = method->execute();
+        FillInputs(*session->method, &inputs);
+        Error e = session->method->execute();
         mj["run"] = {{"inputs", inputs}, {"status", Status(e)}};
         if (e == Error::Ok) {
-          mj["run"]["outputs"] = OutputsJson(method.get());
+          mj["run"]["outputs"] = OutputsJson(*session->method);
         } else {
           ok = false;
         }
       }
+      if (g_clobber) {
+        session_method.push_back(methods.size());
+        sessions.push_back(std::move(session));
+      }
     }
     methods.push_back(mj);
+  }
+  // --clobber: every method loaded; now each runs once, in program order.
+  for (size_t k = 0; k < sessions.size(); k++) {
+    Session& s = *sessions[k];
+    Error input_error = Error::Ok;
+    json clob = {{"inputs", clobber::SetInputsAndOutputs(*s.method, &s.io, &input_error)}};
+    if (input_error != Error::Ok) {
+      clob["status"] = Status(input_error);
+      ok = false;
+    } else {
+      clob.update(clobber::ExecuteTraced(*s.method, s.plan, max_steps, shared_ids));
+      if (clob["status"]["code"] != 0 || clob.contains("error") || clob.contains("limit")) ok = false;
+    }
+    methods[session_method[k]]["clobber"] = clob;
   }
   out["methods"] = methods;
   out["ok"] = ok;
   std::printf("%s\n", out.dump().c_str());
+  std::fflush(stdout);
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  std::string pte, batch;
+  Options opt;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--ptd" && i + 1 < argc) {
+      opt.ptds.push_back(argv[++i]);
+    } else if (a == "--run") {
+      opt.run = true;
+    } else if (a == "--clobber") {
+      g_clobber = true;
+    } else if (a == "--share-buffer" && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long id = std::strtoul(argv[++i], &end, 10);
+      if (end == nullptr || *end != '\0' || id == 0 || id > 0xffff) return Usage();
+      opt.shared_ids.insert(static_cast<uint32_t>(id));
+    } else if (a == "--max-steps" && i + 1 < argc) {
+      char* end = nullptr;
+      opt.max_steps = std::strtoull(argv[++i], &end, 10);
+      if (end == nullptr || *end != '\0' || opt.max_steps == 0) return Usage();
+    } else if (a == "--batch" && i + 1 < argc) {
+      batch = argv[++i];
+    } else if (!a.empty() && a[0] != '-' && pte.empty()) {
+      pte = a;
+    } else {
+      return Usage();
+    }
+  }
+  if (pte.empty() == batch.empty() || (opt.run && g_clobber) ||
+      (!g_clobber && (!opt.shared_ids.empty() || opt.max_steps != kMaxClobberSteps))) {
+    return Usage();
+  }
+  executorch::runtime::runtime_init();
+  if (batch.empty()) return RunFile(pte, opt);
+  // --batch LIST: every .pte named in LIST (one path a line), with the same .ptd files and
+  // flags, one JSON line each, in one process (the mutation tests' start-up cost).
+  std::ifstream list(batch);
+  if (!list) return Usage();
+  int rc = 0;
+  for (std::string line; std::getline(list, line);) {
+    if (!line.empty()) rc = std::max(rc, RunFile(line, opt));
+  }
+  return rc;
 }

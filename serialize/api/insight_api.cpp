@@ -1,0 +1,86 @@
+#include "serialize/api/insight_api.h"
+
+#include <memory>
+
+#include "ptepack/error.h"
+#include "serialize/api/read_api.h"
+#include "serialize/insight/diff.h"
+#include "serialize/read/describe.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
+
+namespace ptepack {
+namespace {
+
+std::vector<const PtdFile*> Ptrs(const std::vector<std::unique_ptr<PtdFile>>& v) {
+  std::vector<const PtdFile*> out;
+  for (const auto& p : v) out.push_back(p.get());
+  return out;
+}
+
+}  // namespace
+
+SizeReport SizeOf(const std::string& file, const std::vector<std::string>& ptds, bool allow_legacy_ptd) {
+  ReadOptions ro;
+  ro.allow_legacy_ptd = allow_legacy_ptd;  // the verdict of verify
+  SizeReport r;
+  if (IsPtdFile(file)) {
+    r.pte = AnalyzePtdSize(*PtdFile::Open(file, ro));  // throws the file's first error
+    return r;
+  }
+  auto pte = PteFile::Open(file, ro);
+  std::vector<std::unique_ptr<PtdFile>> owned;
+  for (const auto& p : ptds) owned.push_back(PtdFile::Open(p, ro));
+  return AnalyzeSize(*pte, Ptrs(owned));  // throws the first error of the program or a .ptd
+}
+
+nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string>& ptds, size_t top, SizeSort sort,
+                          bool allow_legacy_ptd) {
+  return SizeJson(SizeOf(file, ptds, allow_legacy_ptd), top, sort);
+}
+
+nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
+                          const std::vector<std::string>& ptd_b, bool* different) {
+  for (const auto* f : {&a, &b}) {
+    if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with ptd_a/ptd_b beside its program");
+  }
+  auto pa = PteFile::Open(a);
+  auto pb = PteFile::Open(b);
+  std::vector<std::unique_ptr<PtdFile>> da, db;
+  for (const auto& p : ptd_a) da.push_back(PtdFile::Open(p));
+  for (const auto& p : ptd_b) db.push_back(PtdFile::Open(p));
+  DiffResult r = DiffPrograms(*pa, Ptrs(da), *pb, Ptrs(db));
+  if (different) *different = r.verdict == DiffVerdict::kDifferent;
+  return DiffJson(r);
+}
+
+nlohmann::json ChecksumJsonOf(const std::vector<std::string>& files, const IntegrityOptions& options) {
+  std::vector<std::unique_ptr<PteFile>> ptes;
+  std::vector<std::unique_ptr<PtdFile>> ptds;
+  std::vector<const Report*> reports;
+  for (const auto& f : files) {
+    if (IsPtdFile(f)) {
+      ptds.push_back(PtdFile::Open(f));
+      reports.push_back(&ptds.back()->report());
+    } else {
+      ptes.push_back(PteFile::Open(f));
+      reports.push_back(&ptes.back()->report());
+    }
+  }
+  bool ok = true;
+  for (const Report* r : reports) ok = ok && r->ok();
+  IntegrityResult ir;
+  if (ok) {
+    std::vector<const PteFile*> pp;
+    for (const auto& p : ptes) pp.push_back(p.get());
+    ir = RunIntegrity(pp, Ptrs(ptds), options);
+    for (const auto& r : ir.reports) reports.push_back(&r);
+    ok = ir.ok();
+  }
+  nlohmann::json j = ManifestJson(ir.files);
+  j["valid"] = ok;
+  j["findings"] = FindingsJson(reports);
+  return j;
+}
+
+}  // namespace ptepack
