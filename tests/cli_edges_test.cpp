@@ -92,6 +92,7 @@ TEST(CliEdges, Item01UnreadableInputsGetTheLibrarysError) {
       {{"repack", xor_pte, "--ptd", "@", "-o", d + "/o.pte"}, true},
       {{"verify", add, "--manifest", "@"}, true},
       {{"size", "@"}, true},
+      {{"plan", xor_pte, "--ptd", "@"}, true},
       {{"graph", "@"}, false},
       {{"bundle", "list", "@"}, true},
   };
@@ -336,6 +337,7 @@ TEST(CliEdges, Item06OneParserForEveryNumber) {
       {{"repack", add, "-o", d + "/r.pte"}, "--delegate-alignment", kAlign, {"8"}},
       {{"split", add, "--external-constants", "w", "-o", d + "/s.pte"}, "--ptd-segment-alignment", kAlign, {"64"}},
       {{"size", add}, "--top", "must be a whole number from 0 to 1000000", {"0", "3"}},
+      {{"plan", add}, "--alignment", kAlign, {"1", "64"}},
       {{"bundle", "create", add, "-o", d + "/b.ptebundle"}, "--level", "must be a whole number from 1 to 22", {"19"}},
       {{"bundle", "create", add, "-o", d + "/b.ptebundle"}, "--threads", "must be a whole number from 0 to 256", {"2"}},
   };
@@ -415,6 +417,9 @@ TEST(CliEdges, Item07RepeatableOptionsLeavePositionalsAlone) {
   EXPECT_TRUE(Contains(r.out, d + "/s/xor.ptd")) << r.out;
   ok(RunCli({"extract", "--ptd", ptd, pte, "-o", d + "/x"}), "extract --ptd");
   EXPECT_TRUE(std::filesystem::exists(d + "/x/spec.json"));
+  std::filesystem::create_directory(d + "/p");
+  ok(RunCli({"plan", "--ptd", ptd, pte, "-o", d + "/p/x.pte", "-q"}), "plan --ptd");
+  EXPECT_TRUE(std::filesystem::exists(d + "/p/xor.ptd"));  // rewritten beside the output
   r = RunCli({"repack", "--ptd", ptd, "--ptd", ptd, pte, "-o", d + "/r2/x.pte"});
   EXPECT_TRUE(Contains(r.err, "xor.ptd")) << r.err;  // twice the same .ptd: the writer says so, by name
   // The readers.
@@ -427,6 +432,56 @@ TEST(CliEdges, Item07RepeatableOptionsLeavePositionalsAlone) {
     r = ok(RunCli(args), "diff --ptd-a/--ptd-b");
     EXPECT_TRUE(Contains(r.out, "identical: every file byte for byte the same")) << r.out;
   }
+}
+
+// ---------------------------------------------------------------------------
+// `ptepack plan` and `map --memory` on the argument layer: --algorithm is a named choice
+// (README synopsis: executorch-greedy|best-fit|exact|best), a single-valued option given twice
+// is refused, --log is for the byte map only, and the README's exit-code table holds: 0 for
+// the report, 2 with nothing written for a refusal, the --json error object.
+
+TEST(CliEdges, PlanAndMapMemoryOnTheArgumentLayer) {
+  const std::string d = TempDir("edges_plan");
+  const std::string x = FixturePath("xor.pte");
+  RunResult r = RunCli({"plan", x, "--algorithm", "fastest", "-o", d + "/o.pte"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ptepack: error: --algorithm: must be one of executorch-greedy, best-fit, exact, best (found "
+            "\"fastest\") [bad-choice]\n");
+  EXPECT_FALSE(std::filesystem::exists(d + "/o.pte"));
+  json j = Parse(RunCli({"plan", x, "--algorithm", "", "--json"}).out);
+  EXPECT_EQ(j["error"]["code"], "bad-choice");
+  EXPECT_EQ(j["error"]["exit_code"], 2);
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"plan", x, "--algorithm", "best", "--algorithm", "exact"},
+                                             {"plan", x, "--alignment", "16", "--alignment", "32"},
+                                             {"plan", x, "--output", d + "/a.pte", "-o", d + "/b.pte"}}) {
+    r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[2];
+    EXPECT_TRUE(Contains(r.err, args[2] + ": given 2 times")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "[usage]")) << r.err;
+  }
+  // Each algorithm by name; the report says which one -o writes.
+  for (const char* a : {"executorch-greedy", "best-fit", "exact", "best"}) {
+    j = Parse(RunCli({"plan", x, "--algorithm", a, "--json"}).out);
+    EXPECT_EQ(j["algorithm"], a);
+  }
+  // -q: nothing on success, with or without -o; the written file is there.
+  r = RunCli({"plan", x, "--ptd", FixturePath("xor.ptd"), "-o", d + "/q.pte", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out + r.err, "");
+  EXPECT_TRUE(std::filesystem::exists(d + "/q.pte"));
+  // map --memory: the input checked as map's; --log refused, nothing written.
+  r = RunCli({"map", "--memory", x, "--log", "-o", d + "/m.svg"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ptepack: error: map: --log is for the byte map, not --memory [usage]\n");
+  EXPECT_FALSE(std::filesystem::exists(d + "/m.svg"));
+  r = RunCli({"map", "--memory", FixturePath("bundled_program.bpte"), "-o", d + "/m.svg"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "[bpte-input]")) << r.err;
+  r = RunCli({"map", "--memory", x, "-o", d + "/m.html", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out + r.err, "");
 }
 
 // ---------------------------------------------------------------------------
@@ -922,6 +977,10 @@ TEST(CliEdges, Item21HelpManPageAndCompletion) {
             (std::set<std::string>{"flatc", "flatc-legacy", "python", "python-2026"}));
   EXPECT_EQ(complete("ptepack repack m.pte --flatbuffer-order py"), (std::set<std::string>{"python", "python-2026"}));
   EXPECT_EQ(complete("ptepack size m.pte --sort ''"), (std::set<std::string>{"bytes", "name"}));
+  EXPECT_EQ(complete("ptepack plan m.pte --algorithm ''"),
+            (std::set<std::string>{"executorch-greedy", "best-fit", "exact", "best"}));
+  EXPECT_EQ(complete("ptepack plan m.pte --algorithm b"), (std::set<std::string>{"best-fit", "best"}));
+  EXPECT_EQ(complete("ptepack plan m.pte --alignment ''"), (std::set<std::string>{}));
   EXPECT_EQ(complete("ptepack repack m.pte --segment-alignment ''"), (std::set<std::string>{}));
   EXPECT_EQ(complete("ptepack repack m.pte --config mod"), (std::set<std::string>{"model.pte"}));
 }

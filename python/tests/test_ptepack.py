@@ -194,6 +194,22 @@ def test_readme_python_examples_run_as_written(fixture, tmp_path, monkeypatch):
     assert ptepack.verify("small.pte")["not_checked"] != []
     assert (tmp_path / "aligned.pte").exists() and (tmp_path / "small.pte").exists()
     assert (tmp_path / "weights.ptd").exists()
+    # The results are what they say: the parts add up to the file, the manifest was written
+    # and the re-planned program says "memory plan only" (or is identical) against its input.
+    size = os.path.getsize(tmp_path / "model.pte")
+    assert sum(part["bytes"] for part in scope["z"]["parts"]) == size
+    assert scope["d"]["valid"] is True and scope["c"]["valid"] is True
+    assert (tmp_path / "model.json").exists()
+    assert (tmp_path / "again.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()
+    assert ptepack.diff("model.pte", "smaller.pte")["verdict"] in ("identical", "memory plan only")
+    # The section names, and its block calls, every function of the module.
+    functions = sorted(n for n in dir(ptepack) if not n.startswith("_") and callable(getattr(ptepack, n))
+                       and n != "Error")
+    assert functions == sorted(["inspect", "verify", "size", "diff", "checksum", "repack", "split", "extract",
+                                "pack", "plan"])
+    for name in functions:
+        assert f"ptepack.{name}(" in blocks[0], name
+        assert f"`{name}`" in section, name
 
 
 @pytest.mark.parametrize("name,ptd", [("xor.pte", "xor.ptd"), ("keyword_spotting.pte", None), ("add.pte", None)])
