@@ -345,7 +345,8 @@ TEST(PlanRewrite, ViewsMoveWithTheirBaseIdleValuesGoToZero) {
   const std::string in = WriteRaw(b.Build(), "view");
   ASSERT_EQ(PlanFindings(in), "");
   auto pte = PteFile::Open(in);
-  const BufferPlan& bp = OnlyBuffer(AnalyzePlan(*pte));
+  const PlanReport report = AnalyzePlan(*pte);  // kept: bp refers into it
+  const BufferPlan& bp = OnlyBuffer(report);
   EXPECT_EQ(bp.tensors, 5u);
   EXPECT_EQ(bp.blocks, 3u);  // x, t with v, y
   EXPECT_EQ(bp.idle_values, 1u);
@@ -427,7 +428,8 @@ TEST(PlanRewrite, DynamicShapes) {
   const std::string in = WriteRaw(b.Build(), "dynamic");
   ASSERT_EQ(PlanFindings(in), "");
   auto pte = PteFile::Open(in);
-  const BufferPlan& bp = OnlyBuffer(AnalyzePlan(*pte));
+  const PlanReport report = AnalyzePlan(*pte);  // kept: bp refers into it
+  const BufferPlan& bp = OnlyBuffer(report);
   EXPECT_EQ(bp.alignment, 16u);    // offsets 0, 48, 80
   EXPECT_EQ(bp.lower_bound, 64u);  // x and t at 0, t and y at 1: 32 B each at their bounds
   const std::string out = testing::TempDir("plan_dynamic") + "/out.pte";
