@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "config/numbers.h"
 #include "ptepack/error.h"
 #include "serialize/io/json_reader.h"
 
@@ -45,11 +46,8 @@ namespace {
   throw Error(std::move(f));
 }
 
-void CheckAlignment(const std::string& field, uint64_t v) {
-  if (v == 0) Bad(field, "alignment must be a power of two greater than zero", "0");
-  if (!IsPowerOfTwo(v)) Bad(field, "alignment must be a power of two", std::to_string(v));
-  if (v > (1ull << 30)) Bad(field, "alignment above 1 GiB is not supported", std::to_string(v));
-}
+// The message of every alignment option (config/numbers.h), with this file's code.
+void CheckAlignment(const std::string& field, uint64_t v) { CheckAlignmentValue(field, v, "bad-config"); }
 
 }  // namespace
 

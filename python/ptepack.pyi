@@ -105,18 +105,27 @@ class DiffChange(TypedDict, total=False):
     a: Any
     b: Any
     layout: bool
+    plan: bool
 
 class DiffResult(TypedDict):
-    verdict: Literal["identical", "layout only", "different"]
+    verdict: Literal["identical", "layout only", "memory plan only", "different"]
     content_changes: int
+    plan_changes: int
+    summary: Dict[str, Dict[str, int]]  # per category, how many changes of each kind
     a: Dict[str, Any]
     b: Dict[str, Any]
     changes: List[DiffChange]
 
 def inspect(
-    path: StrPath, *, ptd: Sequence[StrPath] = ..., segment_alignment: int = 0, tensor_alignment: int = 0
+    path: StrPath,
+    *,
+    ptd: Sequence[StrPath] = ...,
+    allow_legacy_ptd: bool = False,
+    segment_alignment: Optional[int] = None,
+    tensor_alignment: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """The layout of a .pte, .ptd or .bpte file: what `ptepack inspect --json` prints."""
+    """The layout of a .pte, .ptd or .bpte file: what `ptepack inspect --json` prints ('valid' is
+    verify's verdict: a legacy .ptd is valid only with allow_legacy_ptd=True)."""
 
 def verify(
     path: StrPath,
@@ -124,13 +133,18 @@ def verify(
     ptd: Sequence[StrPath] = ...,
     strict: bool = False,
     allow_legacy_ptd: bool = False,
-    segment_alignment: int = 0,
-    tensor_alignment: int = 0,
+    segment_alignment: Optional[int] = None,
+    tensor_alignment: Optional[int] = None,
 ) -> VerifyResult:
     """Check a file as ExecuTorch's runtime would: what `ptepack verify --json` prints."""
 
 def size(
-    path: StrPath, *, ptd: Sequence[StrPath] = ..., top: int = 10, sort: Literal["bytes", "name"] = "bytes"
+    path: StrPath,
+    *,
+    ptd: Sequence[StrPath] = ...,
+    top: int = 10,
+    sort: Literal["bytes", "name"] = "bytes",
+    allow_legacy_ptd: bool = False,
 ) -> Dict[str, Any]:
     """Where every byte goes, and runtime memory: what `ptepack size --json` prints."""
 

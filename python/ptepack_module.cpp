@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "config/backend_config.h"
+#include "config/numbers.h"
 #include "ptepack/ptepack.h"
 #include "serialize/api/extract.h"
 #include "serialize/api/insight_api.h"
@@ -90,21 +91,47 @@ WriteOptions MakeWriteOptions(bool force, bool dry_run, bool in_place) {
   return wo;
 }
 
-VerifyOptions MakeVerifyOptions(const Paths& ptd, uint64_t segment_alignment, uint64_t tensor_alignment,
-                                bool allow_legacy_ptd, bool strict) {
+// A number keyword argument goes through the CLI's parser (config/numbers.h) as text: an
+// int as its decimal digits, anything else as its repr, so -1, 2**70, 100, 0, True and 64.0
+// get the message the CLI's option gets.
+std::string NumberText(const py::object& v) {
+  const bool integer = py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v);
+  return (integer ? py::str(v) : py::repr(v)).cast<std::string>();
+}
+
+// An alignment keyword argument (None: no extra check), as `--segment-alignment` is parsed.
+uint64_t AlignmentArg(const char* name, const py::object& v) {
+  if (v.is_none()) return 0;
+  return ParseAlignment(name, NumberText(v));
+}
+
+VerifyOptions MakeVerifyOptions(const Paths& ptd, const py::object& segment_alignment,
+                                const py::object& tensor_alignment, bool allow_legacy_ptd, bool strict) {
   VerifyOptions o;
   o.ptd = Strings(ptd);
-  o.segment_alignment = segment_alignment;
-  o.tensor_alignment = tensor_alignment;
+  o.segment_alignment = AlignmentArg("segment_alignment", segment_alignment);
+  o.tensor_alignment = AlignmentArg("tensor_alignment", tensor_alignment);
   o.allow_legacy_ptd = allow_legacy_ptd;
   o.strict = strict;
   return o;
 }
 
+// A named choice, as the CLI's (tools/args.h): bad-choice naming the choices.
+std::string ChoiceArg(const char* name, const std::string& v, const std::vector<std::string>& choices) {
+  std::string list;
+  for (const auto& c : choices) {
+    if (c == v) return v;
+    list += (list.empty() ? "" : ", ") + c;
+  }
+  Finding f;
+  f.code = "bad-choice";
+  f.message = std::string(name) + ": must be one of " + list;
+  f.found = "\"" + v + "\"";
+  throw Error(std::move(f));
+}
+
 SizeSort SortOf(const std::string& s) {
-  if (s == "bytes") return SizeSort::kBytes;
-  if (s == "name") return SizeSort::kName;
-  throw Error("usage", "sort: must be \"bytes\" or \"name\" (found \"" + s + "\")");
+  return ChoiceArg("sort", s, {"bytes", "name"}) == "name" ? SizeSort::kName : SizeSort::kBytes;
 }
 
 constexpr const char* kErrorDoc =
@@ -149,38 +176,46 @@ PYBIND11_MODULE(ptepack, m) {
 
   m.def(
       "inspect",
-      [](const Path& path, const Paths& ptd, uint64_t segment_alignment, uint64_t tensor_alignment) {
-        auto o = MakeVerifyOptions(ptd, segment_alignment, tensor_alignment, true, false);
+      [](const Path& path, const Paths& ptd, bool allow_legacy_ptd, const py::object& segment_alignment,
+         const py::object& tensor_alignment) {
+        auto o = MakeVerifyOptions(ptd, segment_alignment, tensor_alignment, allow_legacy_ptd, false);
         return Loads(InspectJson(path.string(), o, -1));
       },
-      py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("segment_alignment") = 0,
-      py::arg("tensor_alignment") = 0,
+      py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("allow_legacy_ptd") = false,
+      py::arg("segment_alignment") = py::none(), py::arg("tensor_alignment") = py::none(),
       "The layout of a .pte, .ptd or .bpte file: what `ptepack inspect --json` prints (header, methods, "
       "segments, constants, delegates, the inferred config, findings). `ptd`: the .ptd files the program "
-      "refers to. A .bpte (BundledProgram) is recognised by its identifier.");
+      "refers to. A .bpte (BundledProgram) is recognised by its identifier. 'valid' is verify's verdict: a "
+      "legacy .ptd is explained, and valid only with allow_legacy_ptd=True.");
 
   m.def(
       "verify",
-      [](const Path& path, const Paths& ptd, bool strict, bool allow_legacy_ptd, uint64_t segment_alignment,
-         uint64_t tensor_alignment) {
+      [](const Path& path, const Paths& ptd, bool strict, bool allow_legacy_ptd, const py::object& segment_alignment,
+         const py::object& tensor_alignment) {
         auto o = MakeVerifyOptions(ptd, segment_alignment, tensor_alignment, allow_legacy_ptd, strict);
         return Loads(VerifyJson(path.string(), o, -1));
       },
       py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("strict") = false,
-      py::arg("allow_legacy_ptd") = false, py::arg("segment_alignment") = 0, py::arg("tensor_alignment") = 0,
+      py::arg("allow_legacy_ptd") = false, py::arg("segment_alignment") = py::none(),
+      py::arg("tensor_alignment") = py::none(),
       "Check a .pte, .ptd or .bpte file as ExecuTorch's runtime would: {'file', 'valid', 'strict', 'not_checked', "
       "'findings'}, what `ptepack verify --json` prints. An invalid file is a result (valid False, located "
-      "findings); an unreadable one raises ptepack.Error. `strict`: warnings fail too.");
+      "findings); an unreadable one raises ptepack.Error. `strict`: warnings fail too. `segment_alignment`, "
+      "`tensor_alignment`: also require segments / constant tensors to start at multiples of these (powers of two; "
+      "None: no extra check).");
 
   m.def(
       "size",
-      [](const Path& path, const Paths& ptd, size_t top, const std::string& sort) {
-        return Loads(SizeJsonOf(path.string(), Strings(ptd), top, SortOf(sort)));
+      [](const Path& path, const Paths& ptd, const py::object& top, const std::string& sort, bool allow_legacy_ptd) {
+        const uint64_t n = ParseNumber("top", NumberText(top), 0, 1000000);  // as `size --top`
+        return Loads(SizeJsonOf(path.string(), Strings(ptd), n, SortOf(sort), allow_legacy_ptd));
       },
       py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("top") = 10, py::arg("sort") = "bytes",
+      py::arg("allow_legacy_ptd") = false,
       "Where every byte of a .pte (or .ptd) goes, and the runtime memory per method: what `ptepack size --json` "
-      "prints. `top`: how many tensors and delegates to list; `sort`: 'bytes' or 'name'. A file with errors "
-      "raises ptepack.Error (code 'invalid-file').");
+      "prints. `top`: how many tensors and delegates to list (0 to 1000000); `sort`: 'bytes' or 'name'. A file "
+      "with errors raises ptepack.Error with its first error, located (a legacy-layout .ptd is one unless "
+      "allow_legacy_ptd=True, as for verify).");
 
   m.def(
       "diff",
@@ -291,17 +326,14 @@ PYBIND11_MODULE(ptepack, m) {
 
   m.def(
       "plan",
-      [](const Path& path, const Paths& ptd, const std::string& algorithm, std::optional<uint64_t> alignment,
+      [](const Path& path, const Paths& ptd, const std::string& algorithm, const py::object& alignment,
          std::optional<Path> output) {
         ReplanOptions o;
         o.ptd = Strings(ptd);
-        const auto a = PlanAlgorithmFromName(algorithm);
-        if (!a) {
-          throw Error("usage",
-                      "plan: algorithm \"" + algorithm + "\" is not one of executorch-greedy, best-fit, exact, best");
-        }
-        o.plan.chosen = *a;
-        o.plan.alignment = alignment;
+        // As `plan --algorithm` and `--alignment`: a named choice, and the one number parser.
+        o.plan.chosen = *PlanAlgorithmFromName(
+            ChoiceArg("algorithm", algorithm, {"executorch-greedy", "best-fit", "exact", "best"}));
+        if (!alignment.is_none()) o.plan.alignment = ParseAlignment("alignment", NumberText(alignment));
         ReplanResult r = Replan(path.string(), output ? output->string() : std::string(), o);
         nlohmann::json j = ReplanJson(r);
         // WritePackage read the output back with the reader's checks (the plan's
@@ -312,6 +344,8 @@ PYBIND11_MODULE(ptepack, m) {
       py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("algorithm") = "best",
       py::arg("alignment") = py::none(), py::arg("output") = py::none(),
       "The memory plan per method and planned buffer (size now, lower bound, each planner's size, the peak): "
-      "what `ptepack plan --json` prints. With `output`, also writes the program with only its plan changed "
-      "(a buffer no planner makes smaller keeps the input's offsets), as `ptepack plan -o OUTPUT` does.");
+      "what `ptepack plan --json` prints. `algorithm`: the planner whose plan `output` gets (executorch-greedy, "
+      "best-fit, exact, best); `alignment`: of every planned tensor (a power of two; None: inferred per buffer). "
+      "With `output`, also writes the program with only its plan changed (a buffer no planner makes smaller "
+      "keeps the input's offsets), as `ptepack plan -o OUTPUT` does.");
 }

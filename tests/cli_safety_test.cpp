@@ -390,7 +390,8 @@ TEST(CliMessages, JsonErrorsAreAJsonObjectOnStdout) {
   auto r = RunPtepack({"verify", d / "missing.pte", "--json"});
   EXPECT_EQ(r.exit_code, 2);
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["error"]["code"], "usage");
+  EXPECT_EQ(j["error"]["code"], "open-failed");  // the library's own error, naming the file
+  EXPECT_EQ(j["error"]["file"], d / "missing.pte");
   EXPECT_EQ(j["error"]["exit_code"], 2);
   std::ofstream(d / "deep.json") << std::string(300, '[');
   r = RunPtepack({"repack", d / "deep.json", "--json", "-o", d / "x.pte"});

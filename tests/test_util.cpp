@@ -207,7 +207,8 @@ RunResult RunCli(const std::vector<std::string>& args) {
   // The pid keeps parallel test processes (ctest -j) out of each other's way.
   std::string err_path =
       TempDir("cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)) + "/stderr";
-  std::string cmd = ShellQuote(PTEPACK_CLI);
+  const char* other = std::getenv("PTEPACK_TEST_CLI");
+  std::string cmd = ShellQuote(other && *other ? other : PTEPACK_CLI);
   for (const auto& a : args) cmd += " " + ShellQuote(a);
   cmd += " 2>" + ShellQuote(err_path);
   RunResult r;

@@ -31,7 +31,8 @@ struct RunResult {
   std::string err;
 };
 // Runs `ptepack ARGS` (each argument shell-quoted); stdout is captured through
-// popen, stderr through a file.
+// popen, stderr through a file. $PTEPACK_TEST_CLI, when set, names another ptepack
+// binary to run (e.g. one built from an older commit, to see a test fail there).
 RunResult RunCli(const std::vector<std::string>& args);
 
 // Names of the .pte fixtures (inside a test, skips it when there are none; outside a

@@ -6,6 +6,8 @@
 #include "serialize/api/read_api.h"
 #include "serialize/bpte/bpte.h"
 #include "serialize/read/describe.h"
+#include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -15,13 +17,14 @@ void PrintFindings(const Report& r) {
   for (const auto& f : r.findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
 }
 
-// An input that is not a readable BundledProgram stops the command (exit 1).
-std::unique_ptr<bpte::BpteFile> OpenValid(const std::string& in, bool need_valid_program) {
+// An input that is not a readable BundledProgram stops the command with its first error
+// (exit 2), as an invalid input does for every command but verify/inspect/checksum.
+std::unique_ptr<bpte::BpteFile> OpenReadable(const std::string& in) {
   auto f = bpte::BpteFile::Open(in);
-  if (!f->decoded() || f->content().program.size == 0 || (need_valid_program && !f->ok())) {
-    PrintFindings(f->report());
-    std::cerr << in << ": INVALID\n";
-    return nullptr;
+  if (!f->decoded() || f->content().program.size == 0) {
+    f->report().ThrowIfError();
+    throw Error(
+        Finding{Finding::Severity::kError, "bpte-invalid", "the BundledProgram holds no program", in, {}, {}, {}});
   }
   return f;
 }
@@ -29,48 +32,71 @@ std::unique_ptr<bpte::BpteFile> OpenValid(const std::string& in, bool need_valid
 void RegisterExtractProgram(CLI::App* bpte) {
   struct Opts {
     std::string in, out;
-    bool force = false;
+    bool force = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("extract-program", "Write the wrapped .pte program, byte for byte");
-  c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output .pte")->required();
-  c->add_flag("--force", o->force, "Write the program even if it does not verify");
-  c->callback([o]() {
-    auto f = OpenValid(o->in, false);
-    if (!f) return void(g_exit = kInvalid);
+  Args& a = NewArgs(c);
+  a.Input("X.bpte", &o->in, "BundledProgram file", InputKind::kFile)->required();
+  a.Output("-o,--output", &o->out, "Output .pte", "P.pte")->required();
+  a.Flag("--force", &o->force, "Write the program even if it does not verify");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
+  a.Run([o]() {
+    auto f = OpenReadable(o->in);
     if (!f->program_ok() && !o->force) {
-      PrintFindings(f->report());
-      std::cerr << o->in << ": the wrapped program is invalid; --force writes it anyway\n";
-      return void(g_exit = kInvalid);
+      for (Finding e : f->report().findings()) {
+        if (e.severity != Finding::Severity::kError) continue;
+        e.message += " (the wrapped program is invalid; --force writes it anyway)";
+        throw Error(std::move(e));
+      }
+      throw Error(Finding{Finding::Severity::kError,
+                          "bpte-invalid",
+                          "the wrapped program is invalid; --force writes it anyway",
+                          o->in,
+                          {},
+                          {},
+                          {}});
     }
     bpte::WriteOutputFile(o->out, f->content().program, {o->in});
-    std::cout << "wrote " << o->out << " (" << f->content().program.size << " bytes, from offset "
-              << f->program_offset() << ")\n";
+    if (!o->quiet) {
+      std::cout << "wrote " << o->out << " (" << f->content().program.size << " bytes, from offset "
+                << f->program_offset() << ")\n";
+    }
     g_exit = kOk;
   });
 }
 
 void RegisterExtractTests(CLI::App* bpte) {
   struct Opts {
-    std::string in, dir;
-    bool force = false;
+    std::string in, dir, old_dir;
+    bool force = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("extract-tests",
                                  "Write the test cases as DIR/tests.json plus one raw file per tensor (what `bpte "
                                  "build` reads)");
   c->footer(bpte::kTestsJsonHelp);
-  c->add_option("BPTE", o->in, "BundledProgram file")->required()->check(CLI::ExistingFile);
-  c->add_option("DIR", o->dir, "Output directory (filled under a temporary name, then renamed into place)")->required();
-  c->add_flag("--force", o->force, "Replace an existing non-empty directory that holds a tests.json");
-  c->callback([o]() {
-    auto f = OpenValid(o->in, false);
-    if (!f) return void(g_exit = kInvalid);
+  Args& a = NewArgs(c);
+  a.Input("X.bpte", &o->in, "BundledProgram file", InputKind::kFile)->required();
+  a.Output("-o,--output", &o->dir, "Output directory (filled under a temporary name, then renamed into place)", "DIR");
+  // The form of before -o: `bpte extract-tests X.bpte DIR`, still accepted.
+  a.Output("DIR", &o->old_dir, "(deprecated: give it with -o)", "DIR");
+  a.Flag("--force", &o->force, "Replace an existing non-empty directory that holds a tests.json");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
+  a.Run([o]() {
+    if (!o->old_dir.empty()) {
+      if (!o->dir.empty()) throw Error("usage", "bpte extract-tests: give the output directory once, with -o DIR");
+      o->dir = o->old_dir;
+      if (!o->quiet)
+        std::cerr << "ptepack: note: `bpte extract-tests X.bpte DIR` is deprecated; use `bpte extract-tests X.bpte -o "
+                     "DIR`\n";
+    }
+    if (o->dir.empty()) throw Error("usage", "bpte extract-tests: no output directory: give it with -o DIR");
+    auto f = OpenReadable(o->in);
     bpte::WriteTestsDirectory(o->dir, f->content(), o->force, o->in);
     size_t cases = 0;
     for (const auto& s : f->content().suites) cases += s.test_cases.size();
-    std::cout << "extracted " << cases << " test case(s) to " << o->dir << "/\n";
+    if (!o->quiet) std::cout << "extracted " << cases << " test case(s) to " << o->dir << "/\n";
     g_exit = kOk;
   });
 }
@@ -78,26 +104,30 @@ void RegisterExtractTests(CLI::App* bpte) {
 void RegisterBuild(CLI::App* bpte) {
   struct Opts {
     std::string pte, tests, out, order = "flatc";
-    bool dry_run = false;
+    bool dry_run = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = bpte->add_subcommand("build",
                                  "Build a BundledProgram from a .pte and test cases (tests.json + raw tensor files). "
                                  "The output is read back and checked before it replaces anything");
   c->footer(bpte::kTestsJsonHelp);
-  c->add_option("PTE", o->pte, "Program to wrap (copied byte for byte)")->required()->check(CLI::ExistingFile);
-  c->add_option("TESTS", o->tests, "tests.json")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output .bpte")->required();
-  c->add_option("--flatbuffer-order", o->order,
-                "flatc (ExecuTorch's flatc JSON path, which wrote the real files; default) or python (its "
-                "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
-                "builder)");
-  c->add_flag("--dry-run", o->dry_run, "Say what would be written; write nothing");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("P.pte", &o->pte, "Program to wrap (copied byte for byte)", InputKind::kProgram)->required();
+  a.Input("TESTS.json", &o->tests, "tests.json", InputKind::kFile)->required();
+  a.Output("-o,--output", &o->out, "Output .bpte", "X.bpte")->required();
+  a.Choice("--flatbuffer-order", &o->order, {"flatc", "python"},
+           "flatc (ExecuTorch's flatc JSON path, which wrote the real files; default) or python (its "
+           "Python object-API order: loads in ExecuTorch's runtime, bytes not yet compared with its Python "
+           "builder)");
+  a.Flag("--dry-run", &o->dry_run, "Say what would be written; write nothing");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
+  a.Run([o]() {
     FlatbufferOrder order;
     if (!ParseFlatbufferOrder(o->order, &order)) {
       throw Error("usage", "--flatbuffer-order: expected flatc or python, found \"" + EscapeControl(o->order) + "\"");
     }
+    // The program is checked on its own first, so that its errors name it, not the output.
+    PteFile::Open(o->pte)->report().ThrowIfError();
     bpte::BundledProgramData d = bpte::LoadTests(o->tests);
     d.program = MappedFile::Open(o->pte)->All();
     std::vector<uint8_t> bytes = bpte::EncodeBpte(d, order);
@@ -117,7 +147,7 @@ void RegisterBuild(CLI::App* bpte) {
       return void(g_exit = kOk);
     }
     bpte::WriteOutputFile(o->out, Bytes::View(bytes.data(), bytes.size()), {o->pte, o->tests});
-    std::cout << "wrote " << o->out << " (" << bytes.size() << " bytes)\n";
+    if (!o->quiet) std::cout << "wrote " << o->out << " (" << bytes.size() << " bytes)\n";
     g_exit = kOk;
   });
 }

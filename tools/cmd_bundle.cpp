@@ -9,6 +9,7 @@
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -19,6 +20,7 @@ struct BundleCreateOpts {
   std::string out;
   std::vector<std::string> inputs;
   BundleOptions bo;
+  uint64_t level = 3, threads = 0;
   bool quiet = false;
 };
 
@@ -61,13 +63,17 @@ void RegisterBundle(CLI::App& app) {
 
   auto co = std::make_shared<BundleCreateOpts>();
   auto* c = b->add_subcommand("create", "Write a .ptebundle (-o) from IN.pte and its .ptd files");
-  c->add_option("INPUTS", co->inputs, "The .pte first, then its .ptd files")->required();
-  c->add_option("-o,--output", co->out, "Bundle to write");
-  c->add_option("--level", co->bo.level, "zstd compression level 1..22 (default 3; 20..22 need much more memory)");
-  c->add_option("--threads", co->bo.threads, "zstd worker threads (default 0: compress in one thread)");
-  c->add_flag("--long", co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
-  c->add_flag("-q,--quiet", co->quiet, "No progress output");
-  c->callback([co]() {
+  Args& ca = NewArgs(c);
+  // Checked in the body: in the deprecated form the first one is the output.
+  ca.Inputs("FILE", &co->inputs, "The .pte first, then its .ptd files", InputKind::kJudged)->required();
+  ca.Output("-o,--output", &co->out, "Bundle to write", "OUT.ptebundle");
+  ca.Number("--level", &co->level, 1, 22, "zstd compression level 1..22 (default 3; 20..22 need much more memory)");
+  ca.Number("--threads", &co->threads, 0, 256, "zstd worker threads (default 0: compress in one thread)");
+  ca.Flag("--long", &co->bo.long_distance, "zstd long-distance matching (128 MiB window)");
+  ca.Flag("-q,--quiet", &co->quiet, "No progress output and no summary");
+  ca.Run([c, co]() {
+    co->bo.level = static_cast<int>(co->level);
+    co->bo.threads = static_cast<int>(co->threads);
     if (co->out.empty()) {
       // The form of before -o: `bundle create OUT IN.pte [IN.ptd ...]`, still accepted.
       if (co->inputs.size() < 2) throw Error("usage", "bundle create: no output: give it with -o OUT.ptebundle");
@@ -77,35 +83,38 @@ void RegisterBundle(CLI::App& app) {
         std::cerr << "ptepack: note: `bundle create OUT IN...` is deprecated; use `bundle create IN... -o OUT`\n";
       }
     }
-    for (const auto& in : co->inputs) {
-      const std::string why = CLI::ExistingFile(in);
-      if (!why.empty()) throw Error("usage", "INPUTS: " + why);
-    }
+    for (const auto& in : co->inputs) CheckInput(in, InputKind::kProgram, CommandPath(c));
     co->bo.progress = ProgressPrinter(co->quiet);
     BundleInfo info = CreateBundle(co->out, co->inputs, co->bo);
-    std::printf("%s: %llu bytes, %zu file(s)\n", co->out.c_str(), static_cast<unsigned long long>(info.size),
-                info.members.size());
-    PrintMembers(info);
+    if (!co->quiet) {
+      std::printf("%s: %llu bytes, %zu file(s)\n", co->out.c_str(), static_cast<unsigned long long>(info.size),
+                  info.members.size());
+      PrintMembers(info);
+    }
     g_exit = kOk;
   });
 
   auto eo = std::make_shared<BundleExtractOpts>();
   auto* e = b->add_subcommand("extract", "Unpack a bundle; every file's size and XXH3-64 are checked");
-  e->add_option("BUNDLE", eo->bundle, "Bundle to read")->required()->check(CLI::ExistingFile);
-  e->add_option("-o,--output", eo->dir, "Output directory (created)")->required();
-  e->add_flag("--force", eo->force, "Replace existing files");
-  e->add_flag("-q,--quiet", eo->quiet, "No progress output");
-  e->callback([eo]() {
+  Args& ea = NewArgs(e);
+  ea.Input("BUNDLE", &eo->bundle, "Bundle to read", InputKind::kFile, "FILE")->required();
+  ea.Output("-o,--output", &eo->dir, "Output directory (created)", "DIR")->required();
+  ea.Flag("--force", &eo->force, "Replace existing files");
+  ea.Flag("-q,--quiet", &eo->quiet, "No progress output and no list of the files written");
+  ea.Run([eo]() {
     auto written = ExtractBundle(eo->bundle, eo->dir, eo->force, ProgressPrinter(eo->quiet));
-    for (const auto& p : written) std::cout << p << "\n";
+    if (!eo->quiet) {
+      for (const auto& p : written) std::cout << p << "\n";
+    }
     g_exit = kOk;
   });
 
   auto lo = std::make_shared<std::pair<std::string, bool>>();
   auto* l = b->add_subcommand("list", "List a bundle's files");
-  l->add_option("BUNDLE", lo->first, "Bundle to read")->required()->check(CLI::ExistingFile);
-  l->add_flag("--json", lo->second, "Print JSON");
-  l->callback([lo]() {
+  Args& la = NewArgs(l);
+  la.Input("BUNDLE", &lo->first, "Bundle to read", InputKind::kFile, "FILE")->required();
+  la.Flag("--json", &lo->second, "Print JSON");
+  la.Run([lo]() {
     BundleInfo info = ReadBundle(lo->first);
     if (lo->second) {
       std::cout << nlohmann::json{{"bundle", lo->first}, {"size", info.size}, {"files", MembersJson(info)}}.dump(

@@ -9,6 +9,7 @@
 #include "serialize/read/describe.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -30,14 +31,16 @@ void RegisterChecksum(CLI::App& app) {
                                "XXH3-64 checksums of the regions of .pte/.ptd files (program, each segment, "
                                "padding); write them to a JSON manifest or compare with one. Files are verified "
                                "first. Same as `verify --checksum`, for several files at once.");
-  c->add_option("FILE", o->files, ".pte and .ptd files")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "More .ptd files (the same as giving them as FILE)")->check(CLI::ExistingFile);
-  c->add_flag("--json", o->json, "Print JSON (the manifest's form)");
-  c->add_flag("-q,--quiet", o->quiet, "Print no checksums, only problems (for --manifest/--write-manifest)");
-  c->add_option("--write-manifest", o->io.write_manifest, "Write the checksums to this JSON manifest");
-  c->add_option("--manifest", o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment")
-      ->check(CLI::ExistingFile);
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Inputs("FILE", &o->files, ".pte and .ptd files", InputKind::kProgram)->required();
+  a.Inputs("--ptd", &o->ptds, "More .ptd files (the same as giving them as FILE; repeatable)", InputKind::kProgram,
+           "F.ptd");
+  a.Flag("--json", &o->json, "Print JSON (the manifest's form)");
+  a.Flag("-q,--quiet", &o->quiet, "Print no checksums, only problems (for --manifest/--write-manifest)");
+  a.Output("--write-manifest", &o->io.write_manifest, "Write the checksums to this JSON manifest", "M.json");
+  a.Input("--manifest", &o->io.manifest, "Compare with this manifest; a difference exits 1 naming the segment",
+          InputKind::kFile, "M.json");
+  a.Run([o]() {
     o->files.insert(o->files.end(), o->ptds.begin(), o->ptds.end());
     o->ptds.clear();
     std::vector<std::unique_ptr<PteFile>> ptes;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ptepack/version.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -18,7 +19,20 @@ std::vector<const CLI::App*> Subcommands(const CLI::App& app) {
   return out;
 }
 
-bool IsFlag(const CLI::Option* o) { return o->get_type_size() == 0; }
+// A flag takes no value (CLI11 gives flags, --help included, zero expected values).
+bool IsFlag(const CLI::Option* o) { return o->get_expected_max() == 0 || o->get_type_size() == 0; }
+
+bool Repeats(const CLI::Option* o) {
+  const ArgInfo* info = InfoOf(o);
+  return info ? info->repeatable : o->get_expected_max() > 1;
+}
+
+// What a value of `o` is called (N, FILE, flatc|python, ...).
+std::string ValueName(const CLI::Option* o) {
+  const ArgInfo* info = InfoOf(o);
+  if (info && !info->value.empty()) return info->value;
+  return o->get_type_name().empty() ? "VALUE" : o->get_type_name();
+}
 
 // Every spelling of every named option (--long and -s), and --help.
 std::vector<std::string> OptionNames(const CLI::App& app) {
@@ -65,7 +79,25 @@ std::string Bash(const CLI::App& app) {
       o << "      \"" << path << ":" << s->get_name() << "\") cmd=\"${cmd:+$cmd }" << s->get_name() << "\" ;;\n";
     }
   }
-  o << "    esac\n  done\n  case \"$cmd\" in\n";
+  o << "    esac\n  done\n";
+  // The value of an option: its choices, nothing for a number or text, files for a path.
+  o << "  local prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n  case \"$cmd:$prev\" in\n";
+  for (const auto& [path, a] : all) {
+    for (const CLI::Option* opt : a->get_options()) {
+      if (opt->get_positional() || IsFlag(opt)) continue;
+      const ArgInfo* info = InfoOf(opt);
+      if (info && info->path) continue;  // the default below: file names
+      std::string words;
+      if (info) {
+        for (const auto& c : info->choices) words += (words.empty() ? "" : " ") + c;
+      }
+      std::string names;
+      for (const auto& l : opt->get_lnames()) names += (names.empty() ? "" : "|") + ("\"" + path + ":--" + l + "\"");
+      for (const auto& s : opt->get_snames()) names += (names.empty() ? "" : "|") + ("\"" + path + ":-" + s + "\"");
+      o << "    " << names << ") COMPREPLY=($(compgen -W \"" << words << "\" -- \"$cur\")); return ;;\n";
+    }
+  }
+  o << "  esac\n  case \"$cmd\" in\n";
   for (const auto& [path, a] : all) {
     std::vector<std::string> subs;
     for (const CLI::App* s : Subcommands(*a)) subs.push_back(s->get_name());
@@ -108,9 +140,18 @@ void ZshArguments(std::ostringstream& o, const CLI::App& a, const std::string& i
     std::vector<std::string> names;
     for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
     for (const auto& s : opt->get_snames()) names.push_back("-" + s);
-    const std::string value = IsFlag(opt) ? "" : ":value:_files";
-    const std::string rep =
-        opt->get_expected_max() > 1 || opt->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll ? "*" : "";
+    const ArgInfo* info = InfoOf(opt);
+    std::string value;
+    if (!IsFlag(opt)) {
+      if (info && !info->choices.empty()) {
+        value = ":" + ZshQuote(ValueName(opt)) + ":(";
+        for (const auto& c : info->choices) value += (value.back() == '(' ? "" : " ") + c;
+        value += ")";
+      } else {
+        value = ":" + ZshQuote(ValueName(opt)) + (info && !info->path ? ":" : ":_files");
+      }
+    }
+    const std::string rep = Repeats(opt) ? "*" : "";
     for (const auto& n : names)
       o << " \\\n" << indent << "  '" << rep << n << "[" << ZshQuote(opt->get_description()) << "]" << value << "'";
   }
@@ -169,7 +210,7 @@ void ManCommand(std::ostringstream& o, const CLI::App& a, const std::string& pat
         names += (names.empty() ? "" : ", ") + std::string("\\fB\\-") + s + "\\fR";
       for (const auto& l : opt->get_lnames())
         names += (names.empty() ? "" : ", ") + std::string("\\fB\\-\\-") + Roff(l) + "\\fR";
-      if (!IsFlag(opt)) names += " \\fI" + Roff(opt->get_type_name().empty() ? "VALUE" : opt->get_type_name()) + "\\fR";
+      if (!IsFlag(opt)) names += " \\fI" + Roff(ValueName(opt)) + "\\fR";
     }
     o << ".TP\n" << names << "\n" << Roff(opt->get_description()) << "\n";
   }
@@ -187,8 +228,7 @@ std::string ManPage(const CLI::App& app) {
     << ".SH DESCRIPTION\n"
     << Roff(app.get_description()) << "\n.SH COMMANDS\n";
   for (const CLI::App* s : Subcommands(app)) ManCommand(o, *s, s->get_name());
-  o << ".SH EXIT STATUS\n0 success; 1 an input is invalid or differs from a manifest; 2 usage, I/O or "
-       "configuration error, or an output that would not be valid (nothing is written).\n";
+  o << ".SH EXIT STATUS\n" << Roff(kExitStatusHelp) << "\n";
   return o.str();
 }
 
@@ -196,8 +236,9 @@ void RegisterCompletion(CLI::App& app) {
   auto shell = std::make_shared<std::string>();
   auto* c = app.add_subcommand("completion", "Print a shell completion script (bash or zsh)");
   c->group("");  // hidden: not a file command
-  c->add_option("SHELL", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
-  c->callback([&app, shell]() { std::cout << (*shell == "bash" ? Bash(app) : Zsh(app)); });
+  Args& a = NewArgs(c);
+  a.Choice("SHELL", shell.get(), {"bash", "zsh"}, "bash or zsh")->required();
+  a.Run([&app, shell]() { std::cout << (*shell == "bash" ? Bash(app) : Zsh(app)); });
 }
 
 }  // namespace ptepack::cli

@@ -7,6 +7,7 @@
 #include "serialize/insight/diff.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -44,17 +45,16 @@ void RegisterDiff(CLI::App& app) {
       "data stored with another alignment, flatbuffer order, or in another .ptd) or \"memory plan only\" (planned "
       "tensors at other offsets, planned buffers of other sizes; both plans pass verify's checks); 1 the content "
       "differs; 2 an error (unreadable or invalid input, usage).");
-  c->add_option("A", o->a, "The first program (.pte)")->required()->check(CLI::ExistingFile);
-  c->add_option("B", o->b, "The second program (.pte)")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd-a", o->ptd_a, "A .ptd file the first program is loaded with (repeatable)")
-      ->allow_extra_args(false)
-      ->check(CLI::ExistingFile);
-  c->add_option("--ptd-b", o->ptd_b, "A .ptd file the second program is loaded with (repeatable)")
-      ->allow_extra_args(false)
-      ->check(CLI::ExistingFile);
-  c->add_flag("--json", o->json, "Print machine-readable JSON instead of text");
-  c->add_flag("-q,--quiet", o->quiet, "Print nothing; the exit status says same (0) or different (1)");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("A.pte", &o->a, "The first program (.pte)", InputKind::kProgram)->required();
+  a.Input("B.pte", &o->b, "The second program (.pte)", InputKind::kProgram)->required();
+  a.Inputs("--ptd-a", &o->ptd_a, "A .ptd file the first program is loaded with (repeatable)", InputKind::kProgram,
+           "F.ptd");
+  a.Inputs("--ptd-b", &o->ptd_b, "A .ptd file the second program is loaded with (repeatable)", InputKind::kProgram,
+           "F.ptd");
+  a.Flag("--json", &o->json, "Print machine-readable JSON instead of text");
+  a.Flag("-q,--quiet", &o->quiet, "Print nothing; the exit status says same (0) or different (1)");
+  a.Run([o]() {
     for (const auto* f : {&o->a, &o->b}) {
       if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with --ptd-a/--ptd-b beside its program");
     }

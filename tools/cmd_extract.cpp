@@ -20,16 +20,17 @@ void RegisterExtract(CLI::App& app) {
       "(`ptepack pack config.json spec.json -o X.pte` rebuilds the input byte for byte) and index.json "
       "describing them. The directory is filled under a temporary name and renamed into place when "
       "complete; an existing non-empty directory is replaced only with --force.");
-  c->add_option("IN", o->in, "Input .pte")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "The input's .ptd files")->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->dir, "Output directory (created)")->required();
-  c->add_flag("--force", o->force, "Replace an existing non-empty output directory");
-  c->add_flag("--dry-run", o->dry_run, "List the files that would be written; write nothing");
-  c->add_flag("-q,--quiet", o->quiet, "No progress on stderr and no summary");
-  c->add_flag("--json", o->json,
-              "Print a JSON summary: the directory, each file with its size, whether pack reproduces the input, "
-              "the config");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("IN.pte", &o->in, "Input .pte", InputKind::kProgram)->required();
+  a.Inputs("--ptd", &o->ptds, "The input's .ptd files (repeatable)", InputKind::kProgram, "F.ptd");
+  a.Output("-o,--output", &o->dir, "Output directory (created)", "DIR")->required();
+  a.Flag("--force", &o->force, "Replace an existing non-empty output directory");
+  a.Flag("--dry-run", &o->dry_run, "List the files that would be written; write nothing");
+  a.Flag("-q,--quiet", &o->quiet, "No progress on stderr and no summary");
+  a.Flag("--json", &o->json,
+         "Print a JSON summary: the directory, each file with its size, whether pack reproduces the input, "
+         "the config");
+  a.Run([o]() {
     ValidInput in = LoadValidInput(o->in, o->ptds);
     Extraction x = ExtractProgram(in);
     ExtractTarget target = CheckExtractTarget(o->dir, o->force);

@@ -6,6 +6,7 @@
 #include "serialize/insight/graph.h"
 #include "serialize/io/file_io.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -31,11 +32,12 @@ void RegisterGraph(CLI::App& app) {
       "them to each later user; inputs, outputs and constants marked. -o FILE.dot writes Graphviz DOT (always "
       "available); FILE.svg and FILE.html run Graphviz `dot` (Debian package graphviz). Without -o, DOT goes to "
       "stdout.");
-  c->add_option("FILE", o->file, "A .pte program")->required()->check(CLI::ExistingFile);
-  c->add_option("--method", o->method, "Only this method (default: all)");
-  c->add_option("-o,--output", o->out, "Output: .dot/.gv (DOT), .svg or .html (through Graphviz)");
-  c->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("FILE", &o->file, "A .pte program", InputKind::kProgram)->required();
+  a.Text("--method", &o->method, "Only this method (default: all)", "NAME");
+  a.Output("-o,--output", &o->out, "Output: .dot/.gv (DOT), .svg or .html (through Graphviz)", "G.dot|G.svg|G.html");
+  a.Flag("-q,--quiet", &o->quiet, "No summary on stderr");
+  a.Run([o]() {
     std::string format = "dot";
     if (EndsWith(o->out, ".svg")) {
       format = "svg";
@@ -45,6 +47,7 @@ void RegisterGraph(CLI::App& app) {
       throw Error("usage", "-o " + o->out + ": the output's name must end in .dot, .gv, .svg or .html");
     }
     auto pte = PteFile::Open(o->file);
+    pte->report().ThrowIfError();  // an invalid file stops the command (exit 2), as in size, map, diff
     std::string text = GraphDot(*pte, GraphOptions{o->method});
     if (format != "dot") text = RunGraphviz(text, "svg");
     if (format == "html") text = SvgToHtml(text, "ptepack graph: " + o->file);

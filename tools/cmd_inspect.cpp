@@ -37,10 +37,20 @@ void FilterDescription(nlohmann::json& d, const std::string& method, const std::
   }
 }
 
+// `--tensor PATTERN` that no stored tensor's name contains: said, not left as silence.
+std::string NoTensorMatches(const nlohmann::json& d, const std::optional<std::string>& tensor) {
+  if (!tensor || !d.contains("methods")) return "";
+  for (const auto& m : d["methods"]) {
+    if (!m["stored_tensors"].empty()) return "";
+  }
+  return "no stored tensor's name contains \"" + *tensor + "\" (`--tensor \"\"` lists them all)\n";
+}
+
 struct InspectOpts {
   Common common;
   std::string method;
   std::optional<std::string> tensor;
+  bool verbose = false;
 };
 
 bool AllOk(const LoadedFiles& l) {
@@ -56,9 +66,10 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
     if (auto rc = InspectBpte(in.file, json)) return *rc;
   }
   ReadOptions ro;
-  ro.segment_alignment = o.common.segment_alignment;
-  ro.tensor_alignment = o.common.tensor_alignment;
-  ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
+  ro.segment_alignment = o.common.segment_alignment.value_or(0);
+  ro.tensor_alignment = o.common.tensor_alignment.value_or(0);
+  // A legacy .ptd is explained either way; its verdict is verify's (INVALID unless allowed).
+  ro.allow_legacy_ptd = o.common.allow_legacy_ptd;
   LoadedFiles l = LoadInput(in, ro);
   if (!l.pte && (stream || !json)) {  // a .ptd: streamed, one entry at a time
     if (json) {
@@ -74,7 +85,8 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
     *json = std::move(d);
   } else {
     // Names come from the file: escape control characters (terminal escapes).
-    std::cout << EscapeControl(l.pte ? RenderPteText(d) : RenderPtdText(d), /*keep_newlines=*/true);
+    std::cout << EscapeControl(l.pte ? RenderPteText(d, o.verbose) : RenderPtdText(d), /*keep_newlines=*/true)
+              << EscapeControl(NoTensorMatches(d, o.tensor), /*keep_newlines=*/true);
   }
   return AllOk(l) ? kOk : kInvalid;
 }
@@ -122,12 +134,16 @@ void RegisterInspect(CLI::App& app) {
                                "offsets and alignment, named data, external keys, mutable buffer names, "
                                "stack traces. Problems found are listed too. Several files are explained one "
                                "after the other (exit code: the worst).");
-  AddCommon(c, o->common, /*quiet=*/false);
-  c->add_option("--method", o->method, "Show only this method");
-  c->add_option("--tensor", o->tensor,
-                "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
-                "(\"\" lists all): value index, dtype, shape, bytes, location");
-  c->callback([c, o]() { Run(c, *o); });
+  Args& a = NewArgs(c);
+  AddCommon(a, o->common, /*quiet=*/false);
+  a.Text("--method", &o->method, "Show only this method", "NAME");
+  a.Text("--tensor", &o->tensor,
+         "List the stored tensors (constants, external, mutable initial state) whose name contains PATTERN "
+         "(\"\" lists all): value index, dtype, shape, bytes, location",
+         "PATTERN");
+  a.Flag("-v,--verbose", &o->verbose,
+         "Also list each setting the file cannot tell (what fits, the value chosen, why); --json always has them");
+  a.Run([c, o]() { Run(c, *o); });
 }
 
 }  // namespace ptepack::cli

@@ -8,6 +8,7 @@
 #include "serialize/io/file_io.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -18,26 +19,30 @@ void RegisterMap(CLI::App& app) {
     bool log = false;
     bool memory = false;
     bool quiet = false;
+    bool allow_legacy_ptd = false;
   };
   auto o = std::make_shared<Options>();
   auto* c = app.add_subcommand("map",
                                "Draw the file's byte layout: header, flatbuffer, each segment and the padding "
                                "between them as proportional bands coloured by kind, with hover titles (name, "
                                "offset, size) and a legend. Writes SVG, or HTML when OUT ends in .html.");
-  c->add_option("FILE", o->file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", o->out, "Output file: NAME.svg or NAME.html")->required();
-  c->add_flag("--log", o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
-  c->add_flag("--memory", o->memory,
-              "Draw the memory plan instead: per method and planned buffer, instruction index across and byte "
-              "offset down, one box per planned tensor while its bytes hold needed data (hover: values, dtype, "
-              "shape, interval, operators), the lower bound and the peak marked, overlaps in red");
-  c->add_flag("-q,--quiet", o->quiet, "No summary");
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("FILE", &o->file, "A .pte program (or a .ptd data file)", InputKind::kProgram)->required();
+  a.Output("-o,--output", &o->out, "Output file: NAME.svg or NAME.html", "MAP.svg|MAP.html")->required();
+  a.Flag("--log", &o->log, "Band widths proportional to log2(1 + bytes), so that small parts show");
+  a.Flag("--allow-legacy-ptd", &o->allow_legacy_ptd,
+         "Accept .ptd files in the FlatTensor layout of before June 2025, as verify --allow-legacy-ptd does");
+  a.Flag("--memory", &o->memory,
+         "Draw the memory plan instead: per method and planned buffer, instruction index across and byte "
+         "offset down, one box per planned tensor while its bytes hold needed data (hover: values, dtype, "
+         "shape, interval, operators), the lower bound and the peak marked, overlaps in red");
+  a.Flag("-q,--quiet", &o->quiet, "No summary");
+  a.Run([o]() {
     const bool html = o->out.size() >= 5 && o->out.compare(o->out.size() - 5, 5, ".html") == 0;
     const bool svg = o->out.size() >= 4 && o->out.compare(o->out.size() - 4, 4, ".svg") == 0;
     if (!html && !svg) throw Error("usage", "map: the output must end in .svg or .html (found " + o->out + ")");
     ReadOptions ro;
-    ro.allow_legacy_ptd = true;
+    ro.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
     if (o->memory) {
       if (o->log) throw Error("usage", "map: --log is for the byte map, not --memory");
       if (IsPtdFile(o->file))

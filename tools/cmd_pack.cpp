@@ -22,11 +22,12 @@ void RegisterPack(CLI::App& app) {
   auto* c = app.add_subcommand(
       "pack",
       "Build a program from a JSON description. SPEC is ExecuTorch's own JSON form of a Program (what "
-      "`flatc --json` prints for program.fbs) extended with \"data\" files: see README, \"pack spec\".");
-  c->add_option("CONFIG", o->config, "BackendConfig JSON file")->required()->check(CLI::ExistingFile);
-  c->add_option("SPEC", o->spec, "Program description JSON")->required()->check(CLI::ExistingFile);
-  AddOutputFlags(c, o->out, false);
-  c->callback([o]() {
+      "`flatc --json` prints for program.fbs) extended with \"data\" files: see README, \"Pack specs\".");
+  Args& a = NewArgs(c);
+  a.Input("CONFIG.json", &o->config, "BackendConfig JSON file", InputKind::kFile)->required();
+  a.Input("SPEC.json", &o->spec, "Program description JSON", InputKind::kFile)->required();
+  AddOutputFlags(a, o->out, false);
+  a.Run([o]() {
     ResolveOutput(o->out, "");
     BackendConfig cfg = LoadConfigFile(o->config);
     WriteAndReport(LoadSpec(o->spec), cfg, {o->config, o->spec}, o->out);

@@ -60,22 +60,23 @@ void RegisterRepack(CLI::App& app) {
       "Rewrite a program with a different layout. Starts from the config that reproduces the input byte for "
       "byte (inferred), then applies --config and the flags. .ptd files given with --ptd are rewritten next to "
       "the output under their own names.");
-  c->add_option("IN", o->in, "Input .pte")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "The input's .ptd files")->check(CLI::ExistingFile);
-  AddOverrides(c, o->ov);
-  c->add_flag("--upgrade-ptd", o->upgrade_ptd,
-              "Rewrite .ptd files in the legacy (pre June 2025) FlatTensor layout in the current layout, which "
-              "current ExecuTorch runtimes require");
-  c->add_flag("--expect-identical", o->expect_identical,
-              "Fail with exit status 3 unless the output is the input byte for byte (no layout flags; the first "
-              "difference is named). The whole output (.pte and .ptd files, padding included) is compared with "
-              "the input before anything is written: exit 3 leaves nothing behind");
+  Args& a = NewArgs(c);
+  a.Input("IN.pte", &o->in, "Input .pte", InputKind::kProgram)->required();
+  a.Inputs("--ptd", &o->ptds, "The input's .ptd files (repeatable)", InputKind::kProgram, "F.ptd");
+  AddOverrides(a, o->ov);
+  a.Flag("--upgrade-ptd", &o->upgrade_ptd,
+         "Rewrite .ptd files in the legacy (pre June 2025) FlatTensor layout in the current layout, which "
+         "current ExecuTorch runtimes require");
+  a.Flag("--expect-identical", &o->expect_identical,
+         "Fail with exit status 3 unless the output is the input byte for byte (no layout flags; the first "
+         "difference is named). The whole output (.pte and .ptd files, padding included) is compared with "
+         "the input before anything is written: exit 3 leaves nothing behind");
   c->footer(
       "Without layout flags repack reports whether it reproduced the input byte for byte and, where not, the first "
       "differing offset and region. Exit status: 0 written; 2 usage, I/O or configuration error; 3 "
       "--expect-identical and the output differs from the input.");
-  AddOutputFlags(c, o->out, true);
-  c->callback([o]() {
+  AddOutputFlags(a, o->out, true);
+  a.Run([o]() {
     ResolveOutput(o->out, o->in);
     RepackOptions ro;
     ro.ptd = o->ptds;

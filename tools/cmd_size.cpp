@@ -1,32 +1,20 @@
 // `ptepack size`: where every byte of a program (and its .ptd files) goes.
 #include <iostream>
 
-#include "serialize/api/read_api.h"
-#include "serialize/insight/size.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
+#include "serialize/api/insight_api.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
-
-namespace {
-
-// A file with errors is not broken down: its tables cannot be trusted.
-void Refuse(const std::string& file) {
-  std::cerr << "ptepack: " << file
-            << ": the file has errors, so it is not broken down (run `ptepack verify` for them)\n";
-  g_exit = kInvalid;
-}
-
-}  // namespace
 
 void RegisterSize(CLI::App& app) {
   struct Options {
     std::string file;
     std::vector<std::string> ptds;
-    size_t top = 10;
+    uint64_t top = 10;
     std::string sort = "bytes";
     bool json = false;
+    bool allow_legacy_ptd = false;
   };
   auto o = std::make_shared<Options>();
   auto* c = app.add_subcommand("size",
@@ -34,46 +22,28 @@ void RegisterSize(CLI::App& app) {
                                "instructions, operators, strings, stack traces, ...), segments by kind, padding by "
                                "cause, .ptd contents; the largest tensors and delegates; runtime memory per method. "
                                "Parts add up to the file size exactly.");
-  c->add_option("FILE", o->file, "A .pte program (or a .ptd data file)")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "External data file(s) the program refers to")->check(CLI::ExistingFile);
-  c->add_option("--top", o->top, "How many tensors and delegates to list (default 10)");
-  c->add_option("--sort", o->sort, "Order of the tensor and delegate lists: bytes (largest first) or name")
-      ->check(CLI::IsMember({"bytes", "name"}));
-  c->add_flag("--json", o->json, "Print machine-readable JSON instead of text");
-  c->callback([o]() {
-    ReadOptions ro;
-    ro.allow_legacy_ptd = true;
+  Args& a = NewArgs(c);
+  a.Input("FILE", &o->file, "A .pte program (or a .ptd data file)", InputKind::kProgram)->required();
+  a.Inputs("--ptd", &o->ptds, "External data file the program refers to (repeatable)", InputKind::kProgram, "F.ptd");
+  a.Number("--top", &o->top, 0, 1000000, "How many tensors and delegates to list (default 10)");
+  a.Choice("--sort", &o->sort, {"bytes", "name"},
+           "Order of the tensor and delegate lists: bytes (largest first) or name");
+  a.Flag("--json", &o->json, "Print machine-readable JSON instead of text");
+  a.Flag("--allow-legacy-ptd", &o->allow_legacy_ptd,
+         "Accept .ptd files in the FlatTensor layout of before June 2025, as verify --allow-legacy-ptd does");
+  a.Run([o]() {
     const SizeSort sort = o->sort == "name" ? SizeSort::kName : SizeSort::kBytes;
-    nlohmann::json j;
-    std::string text;
-    bool ok = true;
-    if (IsPtdFile(o->file)) {
-      auto ptd = PtdFile::Open(o->file, ro);
-      ok = ptd->ok();
-      if (!ok) return Refuse(o->file);
-      SizeReport r;
-      r.pte = AnalyzePtdSize(*ptd);
-      j = SizeJson(r, o->top, sort);
-      text = RenderSizeText(r, o->top, sort);
-    } else {
-      auto pte = PteFile::Open(o->file, ro);
-      std::vector<std::unique_ptr<PtdFile>> ptds;
-      std::vector<const PtdFile*> ptrs;
-      for (const auto& p : o->ptds) ptds.push_back(PtdFile::Open(p, ro)), ptrs.push_back(ptds.back().get());
-      ok = pte->ok();
-      for (const auto* p : ptrs) ok = ok && p->ok();
-      if (!ok && pte->program()) return Refuse(o->file);  // unverified flatbuffer: AnalyzeSize says so (exit 2)
-      SizeReport r = AnalyzeSize(*pte, ptrs);
-      j = SizeJson(r, o->top, sort);
-      text = RenderSizeText(r, o->top, sort);
-    }
+    // A file with errors is not broken down (its tables cannot be trusted): its first
+    // error stops the command (exit 2), as for every command but verify/inspect/checksum.
+    const SizeReport r = SizeOf(o->file, o->ptds, o->allow_legacy_ptd);
+    const nlohmann::json j = SizeJson(r, o->top, sort);
+    const std::string text = RenderSizeText(r, o->top, sort);
     if (o->json) {
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << EscapeControl(text, /*keep_newlines=*/true);
     }
-    if (!ok) std::cerr << "ptepack: " << o->file << ": the file has errors (run `ptepack verify` for them)\n";
-    g_exit = ok ? kOk : kInvalid;
+    g_exit = kOk;
   });
 }
 

@@ -26,13 +26,14 @@ void RegisterSplit(CLI::App& app) {
       "split",
       "Move constant tensors (and with --mutable-weights, trainable weights) out of a program into TAG.ptd "
       "next to the output. Tensors keep their names as keys; unnamed constants are keyed constant_<index>.");
-  c->add_option("IN", o->in, "Input .pte")->required()->check(CLI::ExistingFile);
-  c->add_option("--ptd", o->ptds, "The input's existing .ptd files")->check(CLI::ExistingFile);
-  c->add_option("--external-constants", o->tag, "Tag of the data file to create (TAG.ptd)")->required();
-  c->add_flag("--mutable-weights", o->mutable_weights, "Also move mutable weights with an initial state");
-  AddOverrides(c, o->ov);
-  AddOutputFlags(c, o->out, true);
-  c->callback([o]() {
+  Args& a = NewArgs(c);
+  a.Input("IN.pte", &o->in, "Input .pte", InputKind::kProgram)->required();
+  a.Inputs("--ptd", &o->ptds, "The input's existing .ptd files (repeatable)", InputKind::kProgram, "F.ptd");
+  a.Text("--external-constants", &o->tag, "Tag of the data file to create (TAG.ptd)", "TAG")->required();
+  a.Flag("--mutable-weights", &o->mutable_weights, "Also move mutable weights with an initial state");
+  AddOverrides(a, o->ov);
+  AddOutputFlags(a, o->out, true);
+  a.Run([o]() {
     ResolveOutput(o->out, o->in);
     SplitOptions so;
     so.tag = o->tag;

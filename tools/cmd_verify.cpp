@@ -41,9 +41,11 @@ void PrintText(const std::string& file, const VerifyOpts& o, const Verdict& v, b
   for (const Report* r : reports) {
     for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
   }
-  for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+  if (!o.common.quiet) {
+    for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
+  }
   if (o.sums() && ir.files.empty()) std::cerr << file << ": checksums skipped: the file is not valid\n";
-  if (!o.io.write_manifest.empty() && !ir.files.empty()) {
+  if (!o.io.write_manifest.empty() && !ir.files.empty() && !o.common.quiet) {
     std::cout << "manifest written: " << o.io.write_manifest << "\n";
   }
   if (!o.io.manifest.empty() && !ir.files.empty() && ok && !o.common.quiet) {
@@ -62,8 +64,8 @@ int VerifyOne(const Input& in, const VerifyOpts& o, nlohmann::json* json) {
     if (auto rc = VerifyBpte(in.file, o.strict, o.common.quiet, json)) return *rc;
   }
   ReadOptions ro;
-  ro.segment_alignment = o.common.segment_alignment;
-  ro.tensor_alignment = o.common.tensor_alignment;
+  ro.segment_alignment = o.common.segment_alignment.value_or(0);
+  ro.tensor_alignment = o.common.tensor_alignment.value_or(0);
   ro.allow_legacy_ptd = o.common.allow_legacy_ptd;
   LoadedFiles l = LoadInput(in, ro);
   const Verdict verdict = Judge(l, o.strict);
@@ -136,20 +138,21 @@ void RegisterVerify(CLI::App& app) {
                                "Check files: headers, FlatBuffers verifier, every segment, offset, size, "
                                "alignment, index and string. Exits 0 if all are valid, 1 if one is invalid, 2 if "
                                "one cannot be read (the worst); several files are judged one by one.");
-  AddCommon(c, o->common, /*quiet=*/true);
-  c->add_flag("--strict", o->strict,
-              "Warnings fail too (misaligned constants, deprecated constant_buffer, external tensors not "
-              "checked for lack of a --ptd, ...)");
-  c->add_flag("--checksum", o->checksum,
-              "Also compute XXH3-64 checksums of the program region, of each segment and of the padding "
-              "(reads all data; without it verify only reads headers and flatbuffers)");
-  c->add_option("--write-manifest", o->io.write_manifest,
-                "Write the checksums to this JSON manifest (implies --checksum; only for valid files)");
-  c->add_option("--manifest", o->io.manifest,
-                "Compare the checksums with this manifest (implies --checksum); a difference is an error "
-                "naming the segment")
-      ->check(CLI::ExistingFile);
-  c->callback([c, o]() { Run(c, *o); });
+  Args& a = NewArgs(c);
+  AddCommon(a, o->common, /*quiet=*/true);
+  a.Flag("--strict", &o->strict,
+         "Warnings fail too (misaligned constants, deprecated constant_buffer, external tensors not "
+         "checked for lack of a --ptd, ...)");
+  a.Flag("--checksum", &o->checksum,
+         "Also compute XXH3-64 checksums of the program region, of each segment and of the padding "
+         "(reads all data; without it verify only reads headers and flatbuffers)");
+  a.Output("--write-manifest", &o->io.write_manifest,
+           "Write the checksums to this JSON manifest (implies --checksum; only for valid files)", "M.json");
+  a.Input("--manifest", &o->io.manifest,
+          "Compare the checksums with this manifest (implies --checksum); a difference is an error "
+          "naming the segment",
+          InputKind::kFile, "M.json");
+  a.Run([c, o]() { Run(c, *o); });
 }
 
 }  // namespace ptepack::cli

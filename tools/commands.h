@@ -19,6 +19,14 @@ enum Exit : int {
   kNotIdentical = 3,  // repack --expect-identical: the output is not the input byte for byte
 };
 
+// The exit codes in one sentence (--help, the man page; README, "Exit status").
+inline constexpr const char* kExitStatusHelp =
+    "0 success (verify/inspect/checksum: every file valid; diff: the same content); 1 the answer is no: a file is "
+    "not valid or differs from the manifest (verify, inspect, checksum), the content differs (diff); 2 an error, "
+    "nothing written: usage, a bad number or choice, an input that cannot be read, an input that is not valid given "
+    "to any other command (its first error), bad JSON or config, I/O, an output that would not be valid; 3 repack "
+    "--expect-identical and the output is not the input byte for byte.";
+
 // A command sets this to its exit code from its callback.
 extern int g_exit;
 

@@ -11,6 +11,7 @@
 #include "ptepack/error.h"
 #include "ptepack/version.h"
 #include "serialize/io/file_io.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -79,11 +80,30 @@ std::optional<int> HelpOrUnknown(CLI::App& app, int argc, char** argv) {
       std::cout << app.help();
       return kOk;
     }
-    for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-      if (sub->get_name() == argv[2]) {
-        std::cout << sub->help(app.get_name());
-        return kOk;
+    // `help bundle create`: the deepest command the words name.
+    CLI::App* cmd = &app;
+    int i = 2;
+    for (; i < argc; ++i) {
+      CLI::App* next = nullptr;
+      for (auto* sub : cmd->get_subcommands([](CLI::App*) { return true; })) {
+        if (sub->get_name() == argv[i]) next = sub;
       }
+      if (!next) break;
+      cmd = next;
+    }
+    if (cmd != &app && i == argc) {
+      const std::string parent = CommandPath(cmd->get_parent());
+      std::cout << cmd->help(app.get_name() + (parent.empty() ? "" : " " + parent));
+      return kOk;
+    }
+    if (cmd != &app) {
+      std::string msg = "no command \"" + CommandPath(cmd) + " " + EscapeControl(argv[i]) + "\"";
+      std::string subs;
+      for (const auto* s : cmd->get_subcommands([](CLI::App*) { return true; })) subs += " " + s->get_name();
+      if (!subs.empty()) msg += " (`ptepack " + CommandPath(cmd) + "` has:" + subs + ")";
+      std::cerr << "ptepack: error: " << msg << " [usage]\n";
+      PrintJsonError(argc, argv, "usage", msg);
+      return kFailed;
     }
     word = argv[2];
   }
@@ -99,7 +119,27 @@ std::optional<int> HelpOrUnknown(CLI::App& app, int argc, char** argv) {
   msg += " (commands:";
   for (const auto& n : shown) msg += " " + n;
   msg += "; `ptepack help CMD` for one)";
-  std::cerr << "ptepack: " << msg << " [usage]\n";
+  std::cerr << "ptepack: error: " << msg << " [usage]\n";
+  PrintJsonError(argc, argv, "usage", msg);
+  return kFailed;
+}
+
+// A command line CLI11 could not parse (a missing argument, an unknown flag, an extra
+// positional): one line of ours naming the command, and its help.
+int UsageError(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const CLI::App* cmd = &app;
+  for (;;) {
+    auto subs = cmd->get_subcommands();
+    if (subs.empty()) break;
+    cmd = subs.front();
+  }
+  const std::string path = CommandPath(cmd);
+  std::string what = e.what();
+  for (char& c : what) c = c == '\n' ? ' ' : c;
+  if (!what.empty() && what.back() == ' ') what.pop_back();
+  const std::string msg = (path.empty() ? "" : path + ": ") + what + " (`ptepack help" +
+                          (path.empty() ? "" : " " + path) + "` lists the arguments)";
+  std::cerr << "ptepack: error: " << msg << " [usage]\n";
   PrintJsonError(argc, argv, "usage", msg);
   return kFailed;
 }
@@ -112,15 +152,23 @@ int main(int argc, char** argv) {
   using namespace ptepack::cli;
   CLI::App app{
       "ptepack: write, read, check and repack ExecuTorch program files (.pte) and their "
-      "external data files (.ptd) natively, without Python.\n"
-      "Exit status: 0 success; 1 the input is invalid or differs from a manifest; 2 usage, I/O or configuration error, "
-      "or an output that would not be valid (nothing is written); 3 repack --expect-identical and the output is not "
-      "the "
-      "input byte for byte."};
+      "external data files (.ptd) natively, without Python.\nExit status: " +
+      std::string(kExitStatusHelp)};
   app.name("ptepack");  // usage lines say `ptepack CMD`, for `help CMD` and `CMD --help` alike
   ptepack::InstallInterruptHandlers();
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ptepack ") + PTEPACK_VERSION_STRING);
+  app.footer(
+      "Also: `ptepack help CMD [SUBCMD]` prints a command's help; `ptepack completion bash|zsh` prints a shell "
+      "completion script; `ptepack --man` prints the man page.");
+  // Each command declares its arguments through tools/args.h's Args, which checks them
+  // before the command's body runs: an input that cannot be read gets the library's
+  // located error (open-failed, not-regular-file) and a .bpte where a program is wanted
+  // bpte-input; every number goes through config/numbers.h (bad-number), every choice is
+  // named (bad-choice); a single-valued option given twice is a usage error; a repeatable
+  // option takes one value per occurrence. Whatever a command throws (ptepack::Error) is
+  // printed once below, with --json also as {"error": ...} on stdout, and exits 2; a
+  // command sets g_exit for the other codes (README, "Exit status").
   RegisterInspect(app);
   RegisterVerify(app);
   RegisterPack(app);
@@ -145,9 +193,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    if (rc != 0) PrintJsonError(argc, argv, "usage", e.what());
-    return rc == 0 ? 0 : kFailed;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return UsageError(app, e, argc, argv);
   } catch (const ptepack::Error& e) {
     std::cerr << "ptepack: " << e.what() << "\n";
     const auto& f = e.finding();

@@ -11,10 +11,6 @@ namespace ptepack::cli {
 
 namespace {
 
-// An existing file, or `-` (stdin).
-const CLI::Validator kFileOrStdin([](std::string& v) -> std::string { return v == "-" ? "" : CLI::ExistingFile(v); },
-                                  "FILE|-");
-
 Bytes ReadStdin() {
   std::vector<uint8_t> data;
   uint8_t buf[1 << 16];
@@ -30,34 +26,27 @@ Bytes ReadStdin() {
 
 }  // namespace
 
-void AddCommon(CLI::App* c, Common& o, bool quiet) {
-  o.file_opt = c->add_option("FILE", o.files,
-                             "A .pte program (or a .ptd data file); several are judged one by one; `-` reads stdin")
-                   ->required()
-                   ->check(kFileOrStdin);
-  // One value per --ptd, so that `a.pte --ptd a.ptd b.pte` leaves b.pte a FILE.
-  o.ptd_opt = c->add_option("--ptd", o.ptds,
-                            "External data file the FILE before it refers to (repeatable); checks every external key")
-                  ->allow_extra_args(false)
-                  ->check(CLI::ExistingFile);
-  c->add_flag("--json", o.json, "Print machine-readable JSON instead of text");
-  if (quiet) c->add_flag("-q,--quiet", o.quiet, "Print nothing on success (problems and errors are still printed)");
-  // Alignments are powers of two, as ExecuTorch's config requires (0: no extra check).
-  const CLI::Validator power_of_two(
-      [](std::string& v) -> std::string {
-        uint64_t n = std::strtoull(v.c_str(), nullptr, 10);
-        return n == 0 || IsPowerOfTwo(n) ? "" : "must be a power of two (found " + v + ")";
-      },
-      "POWER OF TWO");
-  c->add_option("--segment-alignment", o.segment_alignment,
-                "Also require every segment to start at a multiple of N (a power of two)")
-      ->check(power_of_two);
-  c->add_option("--tensor-alignment", o.tensor_alignment,
-                "Also require every constant tensor to start at a multiple of N within its segment (a power of two)")
-      ->check(power_of_two);
-  c->add_flag("--allow-legacy-ptd", o.allow_legacy_ptd,
-              "Accept .ptd files in the FlatTensor layout of before June 2025 (older runtimes load them; "
-              "current ones do not: `ptepack repack --upgrade-ptd` rewrites them)");
+void AddCommon(Args& a, Common& o, bool quiet) {
+  // Each file is opened by the command, so that one that cannot be read is counted as
+  // unreadable while the others are still judged.
+  o.file_opt = a.Inputs("FILE", &o.files,
+                        "A .pte program (or a .ptd data file, or a .bpte); several are judged one by one; `-` reads "
+                        "stdin",
+                        InputKind::kJudged)
+                   ->required();
+  o.ptd_opt = a.Inputs("--ptd", &o.ptds,
+                       "External data file the FILE before it refers to (repeatable); checks every external key",
+                       InputKind::kJudged, "F.ptd");
+  a.Flag("--json", &o.json, "Print machine-readable JSON instead of text");
+  if (quiet) a.Flag("-q,--quiet", &o.quiet, "Print nothing on success (problems and errors are still printed)");
+  // Alignments are powers of two, as ExecuTorch's config requires.
+  a.Alignment("--segment-alignment", &o.segment_alignment,
+              "Also require every segment to start at a multiple of N (a power of two)");
+  a.Alignment("--tensor-alignment", &o.tensor_alignment,
+              "Also require every constant tensor to start at a multiple of N within its segment (a power of two)");
+  a.Flag("--allow-legacy-ptd", &o.allow_legacy_ptd,
+         "Accept .ptd files in the FlatTensor layout of before June 2025 (older runtimes load them; current ones "
+         "do not: `ptepack repack --upgrade-ptd` rewrites them)");
 }
 
 std::vector<Input> Inputs(const CLI::App* c, const Common& o) {

@@ -11,6 +11,7 @@
 #include "serialize/api/read_api.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -21,14 +22,14 @@ struct Common {
   bool json = false;
   bool quiet = false;
   bool allow_legacy_ptd = false;
-  uint64_t segment_alignment = 0;
-  uint64_t tensor_alignment = 0;
+  std::optional<uint64_t> segment_alignment;  // --segment-alignment (none: no extra check)
+  std::optional<uint64_t> tensor_alignment;
   const CLI::Option* file_opt = nullptr;
   const CLI::Option* ptd_opt = nullptr;
 };
 
 // `quiet`: add -q/--quiet (verify; inspect's output is what it is for).
-void AddCommon(CLI::App* c, Common& o, bool quiet);
+void AddCommon(Args& a, Common& o, bool quiet);
 
 // One FILE with its .ptd files: each --ptd belongs to the FILE before it (one given before
 // every FILE belongs to the first), so `verify a.pte --ptd a.ptd b.pte` checks a.pte with

@@ -7,21 +7,22 @@
 
 namespace ptepack::cli {
 
-void AddOverrides(CLI::App* c, Overrides& o) {
-  c->add_option("--config", o.config_file, "BackendConfig as JSON (ExecutorchBackendConfig field names)")
-      ->check(CLI::ExistingFile);
-  c->add_option("--segment-alignment", o.segment_alignment, "Alignment of each segment (power of two)");
-  c->add_option("--constant-tensor-alignment", o.constant_tensor_alignment,
-                "Alignment of each constant tensor in the constant segment (power of two)");
-  c->add_option("--delegate-alignment", o.delegate_alignment, "Alignment of inline delegate data (power of two)");
-  c->add_option("--ptd-segment-alignment", o.ptd_segment_alignment, "Segment alignment of written .ptd files");
-  c->add_option("--extract-delegate-segments", o.extract_delegate_segments,
-                "Move delegate payloads into segments (true) or keep them inline (false)");
-  c->add_option("--emit-stacktrace", o.emit_stacktrace, "Keep (true) or drop (false) stack traces");
-  c->add_option("--emit-mutable-buffer-names", o.emit_mutable_buffer_names, "Keep or drop mutable buffer names");
-  c->add_option("--flatbuffer-order", o.order,
-                "Flatbuffer byte layout to produce: flatc, flatc-legacy, python or python-2026 (default: as the input)")
-      ->check(CLI::IsMember({"flatc", "flatc-legacy", "python", "python-2026"}));
+void AddOverrides(Args& a, Overrides& o) {
+  a.Input("--config", &o.config_file, "BackendConfig as JSON (ExecutorchBackendConfig field names)", InputKind::kFile,
+          "CONFIG.json");
+  a.Alignment("--segment-alignment", &o.segment_alignment, "Alignment of each segment (power of two)");
+  a.Alignment("--constant-tensor-alignment", &o.constant_tensor_alignment,
+              "Alignment of each constant tensor in the constant segment (power of two)");
+  a.Alignment("--delegate-alignment", &o.delegate_alignment, "Alignment of inline delegate data (power of two)");
+  a.Alignment("--ptd-segment-alignment", &o.ptd_segment_alignment,
+              "Segment alignment of written .ptd files (power of two)");
+  a.Bool("--extract-delegate-segments", &o.extract_delegate_segments,
+         "Move delegate payloads into segments (true) or keep them inline (false)");
+  a.Bool("--emit-stacktrace", &o.emit_stacktrace, "Keep (true) or drop (false) stack traces");
+  a.Bool("--emit-mutable-buffer-names", &o.emit_mutable_buffer_names,
+         "Keep (true) or drop (false) mutable buffer names");
+  a.Choice("--flatbuffer-order", &o.order, {"flatc", "flatc-legacy", "python", "python-2026"},
+           "Flatbuffer byte layout to produce (default: as the input)");
 }
 
 void Apply(const Overrides& o, BackendConfig& c) {
@@ -61,7 +62,8 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
           {"dedup_bytes_saved", r.dedup_bytes_saved},
           {"verified", ok}};
   if (!quiet) {
-    std::cerr << "wrote " << r.pte.path << " (" << r.pte.size << " bytes, " << r.num_segments << " segments)";
+    std::cerr << "wrote " << r.pte.path << " (" << r.pte.size << " bytes, " << r.num_segments
+              << (r.num_segments == 1 ? " segment)" : " segments)");
     for (const auto& p : r.ptds) {
       if (!p.kept) std::cerr << ", " << p.path << " (" << p.size << " bytes)";
     }
@@ -73,18 +75,23 @@ bool CheckOutputs(const WriteResult& r, bool quiet, nlohmann::json* out) {
   return ok;
 }
 
-void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place) {
-  c->add_option("-o,--output", f.out,
-                in_place ? "Output .pte (.ptd files go next to it; `-` for stdout); with --in-place, default the input"
-                         : "Output .pte (.ptd files go next to it; `-` for stdout)");
+CLI::Option* AddOutputFlags(Args& a, OutputFlags& f, bool in_place) {
+  CLI::Option* out =
+      a.Output("-o,--output", &f.out,
+               in_place ? "Output .pte (.ptd files go next to it; `-` for stdout); required unless --in-place, which "
+                          "makes it default to the input"
+                        : "Output .pte (.ptd files go next to it; `-` for stdout)",
+               "OUT.pte");
   if (in_place) {
-    c->add_flag("--in-place", f.in_place,
-                "Allow the output to replace an input file (keeps its mode); -o defaults to the input");
+    a.Flag("--in-place", &f.in_place,
+           "Allow the output to replace an input file (keeps its mode); -o defaults to the input");
   }
-  c->add_flag("--force", f.force, "Replace an existing .ptd beside the output that this command did not read");
-  c->add_flag("--dry-run", f.dry_run, "Check everything and list the files that would be written; write nothing");
-  c->add_flag("--json", f.json, "Print a JSON summary");
-  c->add_flag("-q,--quiet", f.quiet, "No progress or summary on stderr");
+  a.Flag("--force", &f.force, "Replace an existing .ptd beside the output that this command did not read");
+  a.Flag("--dry-run", &f.dry_run, "Check everything and list the files that would be written; write nothing");
+  a.Flag("--json", &f.json, "Print a JSON summary");
+  a.Flag("-q,--quiet", &f.quiet, "No progress or summary on stderr");
+  if (!in_place) out->required();
+  return out;
 }
 
 StdoutStage::~StdoutStage() {
@@ -153,7 +160,10 @@ void CopyToStdout(const WriteResult& r, const OutputFlags& f) {
   std::cout << in.rdbuf();
   std::cout.flush();
   if (!std::cout) throw Error("io", "stdout: write failed");
-  if (!f.quiet) std::cerr << "wrote - (" << r.pte.size << " bytes, " << r.num_segments << " segments); verified OK\n";
+  if (!f.quiet) {
+    std::cerr << "wrote - (" << r.pte.size << " bytes, " << r.num_segments
+              << (r.num_segments == 1 ? " segment" : " segments") << "); verified OK\n";
+  }
   g_exit = kOk;
 }
 

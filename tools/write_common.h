@@ -23,6 +23,7 @@
 #include "serialize/read/restore.h"
 #include "serialize/write/infer_config.h"
 #include "serialize/write/pte_writer.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace ptepack::cli {
@@ -34,7 +35,7 @@ struct Overrides {
   std::string order;
 };
 
-void AddOverrides(CLI::App* c, Overrides& o);
+void AddOverrides(Args& a, Overrides& o);
 
 void Apply(const Overrides& o, BackendConfig& c);
 
@@ -55,7 +56,8 @@ struct OutputFlags {
   std::shared_ptr<StdoutStage> to_stdout;  // set by ResolveOutput for `-o -`
 };
 
-void AddOutputFlags(CLI::App* c, OutputFlags& f, bool in_place);
+// Returns -o (required where there is no --in-place).
+CLI::Option* AddOutputFlags(Args& a, OutputFlags& f, bool in_place);
 
 // -o, or the input with --in-place; `-o -` stages the output for stdout (one file only).
 void ResolveOutput(OutputFlags& f, const std::string& in);

@@ -109,10 +109,11 @@ json VerifyView(Document& d) {
 }
 
 // `ptepack inspect --json`.
+// Read as verify reads (a legacy .ptd explained, and INVALID): the CLI's one verdict per file.
 json InspectView(Document& d) {
   if (d.bpte) return bpte::DescribeBpte(*d.bpte);
-  if (d.inspect.lone_ptd) return DescribePtd(*d.inspect.lone_ptd);
-  return InspectDocument(d.inspect);
+  if (d.verify.lone_ptd) return DescribePtd(*d.verify.lone_ptd);
+  return InspectDocument(d.verify);
 }
 
 bool AllOk(const LoadedFiles& l) {
@@ -124,10 +125,11 @@ bool AllOk(const LoadedFiles& l) {
 
 const PteFile* Program(const Document& d) { return d.bpte ? d.bpte->program() : d.inspect.pte.get(); }
 
-// `ptepack size --json --top <all>`: a file with errors is not broken down.
+// `ptepack size --json --top <all>`: a file with errors (verify's: a legacy .ptd is one, as
+// `size` without --allow-legacy-ptd says) is not broken down.
 json SizeView(Document& d) {
   const PteFile* pte = Program(d);
-  const bool ok = d.bpte ? d.bpte->program_ok() : AllOk(d.inspect);
+  const bool ok = d.bpte ? d.bpte->program_ok() : AllOk(d.verify);
   if (!ok) {
     return {
         {"error", {{"code", "invalid"}, {"message", "the file has errors, so it is not broken down (see verify)"}}}};
@@ -143,7 +145,7 @@ json SizeView(Document& d) {
 
 // `ptepack map -o X.svg` (and `--log`) of the file and of each .ptd.
 json MapView(Document& d) {
-  const bool ok = d.bpte ? d.bpte->program_ok() : AllOk(d.inspect);
+  const bool ok = d.bpte ? d.bpte->program_ok() : AllOk(d.verify);
   if (!ok)
     return {{"error", {{"code", "invalid"}, {"message", "the file has errors, so it is not mapped (see verify)"}}}};
   std::vector<FileSize> files;

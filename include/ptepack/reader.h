@@ -38,8 +38,9 @@ std::string VerifyJson(const std::string& path, const VerifyOptions& options = {
 
 // Everything `ptepack inspect --json` prints about a file: header fields,
 // methods, operators, delegates, segments, constants, named data, external
-// keys, the inferred config and the findings. `options.strict` is ignored;
-// legacy .ptd files are explained, not judged.
+// keys, the inferred config and the findings. `options.strict` is ignored; a
+// legacy .ptd is explained, and "valid" is what Verify says of it (false unless
+// `options.allow_legacy_ptd`).
 std::string InspectJson(const std::string& path, const VerifyOptions& options = {}, int indent = 2);
 
 }  // namespace ptepack

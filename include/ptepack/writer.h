@@ -37,7 +37,7 @@ struct WrittenFile {
 struct WriteResult {
   WrittenFile pte;
   std::vector<WrittenFile> ptds;
-  uint64_t flatbuffer_size = 0;
+  uint64_t flatbuffer_size = 0;  // the program's bytes after its header (README, "Sizes")
   size_t num_segments = 0;
   uint64_t dedup_bytes_saved = 0;
 };

@@ -54,7 +54,8 @@ def test_path_objects_are_accepted_everywhere(fixture, tmp_path):
     pte, ptd = pathlib.Path(fixture("linear.pte")), pathlib.Path(fixture("linear.ptd"))
     assert ptepack.verify(pte, ptd=[ptd], allow_legacy_ptd=True)["valid"] is True
     assert ptepack.inspect(pte, ptd=[ptd]) == ptepack.inspect(str(pte), ptd=[str(ptd)])
-    assert ptepack.size(pte, ptd=[ptd]) == ptepack.size(str(pte), ptd=[str(ptd)])
+    assert ptepack.size(pte, ptd=[ptd], allow_legacy_ptd=True) == ptepack.size(str(pte), ptd=[str(ptd)],
+                                                                            allow_legacy_ptd=True)
     r = ptepack.repack(pte, tmp_path / "out.pte", ptd=[ptd])
     assert r["identity"]["identical"] is True
     assert (tmp_path / "out.pte").read_bytes() == pte.read_bytes()
@@ -76,6 +77,8 @@ def test_a_bad_path_type_is_a_type_error():
 
 # --- size ------------------------------------------------------------------
 
+# linear.ptd is in the FlatTensor layout of before June 2025: size takes it, as verify
+# does, only when told to (allow_legacy_ptd / --allow-legacy-ptd).
 @pytest.mark.parametrize("name,ptd,top,sort", [("add.pte", None, 10, "bytes"),
                                                ("stories260k_qnn.pte", None, 3, "name"),
                                                ("linear.pte", "linear.ptd", 10, "bytes"),
@@ -86,9 +89,12 @@ def test_size_is_the_cli_json(fixture, name, ptd, top, sort):
     if ptd:
         ptds = [fixture(ptd)]
         args += ["--ptd", ptds[0]]
+    legacy = "linear" in name
+    if legacy:
+        args.append("--allow-legacy-ptd")
     code, want = cli(*args)
     assert code == 0
-    got = ptepack.size(fixture(name), ptd=ptds, top=top, sort=sort)
+    got = ptepack.size(fixture(name), ptd=ptds, top=top, sort=sort, allow_legacy_ptd=legacy)
     assert got == want
     assert sum(p["bytes"] for p in got["parts"]) == os.path.getsize(fixture(name))
 
@@ -104,10 +110,36 @@ def test_size_of_a_file_with_errors_raises(fixture, tmp_path):
     assert e.value.file == str(bad)
 
 
+def test_size_of_a_legacy_ptd_is_verifys_verdict(fixture):
+    code, want = cli("size", fixture("linear.ptd"), "--json")
+    assert code == 2 and want["error"]["code"] == "legacy-format"
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.size(fixture("linear.ptd"))
+    assert e.value.code == "legacy-format" and e.value.file == fixture("linear.ptd")
+    assert e.value.offset == want["error"].get("offset")
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.size(fixture("linear.pte"), ptd=[fixture("linear.ptd")])
+    assert e.value.code == "legacy-format"
+
+
 def test_size_sort_is_checked(fixture):
+    code, want = cli("size", fixture("add.pte"), "--sort", "largest", "--json")
+    assert code == 2 and want["error"]["code"] == "bad-choice"
     with pytest.raises(ptepack.Error) as e:
         ptepack.size(fixture("add.pte"), sort="largest")
-    assert "sort" in str(e.value)
+    assert e.value.code == "bad-choice"
+    assert str(e.value) == "error: " + want["error"]["message"].replace("--sort", "sort") + ' (found "largest") [bad-choice]'
+
+
+@pytest.mark.parametrize("value,text", [(-1, "-1"), (1000001, "1000001"), (2**70, str(2**70)), (True, "True"),
+                                        (3.0, "3.0")])
+def test_size_top_goes_through_the_cli_parser(fixture, value, text):
+    code, want = cli("size", fixture("add.pte"), "--top", text, "--json")
+    assert code == 2 and want["error"]["code"] == "bad-number"
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.size(fixture("add.pte"), top=value)
+    assert e.value.code == "bad-number"
+    assert str(e.value) == "error: " + want["error"]["message"].replace("--top", "top") + f' (found "{text}") [bad-number]'
 
 
 # --- diff ------------------------------------------------------------------

@@ -55,6 +55,34 @@ def test_verify_is_the_cli_json(fixture, strict):
     assert got["valid"] is (not strict)
 
 
+@pytest.mark.parametrize("allow", [False, True])
+def test_one_verdict_for_a_legacy_ptd(fixture, allow):
+    # linear.ptd is in the FlatTensor layout of before June 2025, which current runtimes
+    # reject: inspect and verify, here and in the CLI, say the same of it.
+    flag = ["--allow-legacy-ptd"] if allow else []
+    code, want = cli("verify", fixture("linear.ptd"), "--json", *flag)
+    icode, iwant = cli("inspect", fixture("linear.ptd"), "--json", *flag)
+    assert want["valid"] is allow and iwant["valid"] is allow
+    assert code == icode == (0 if allow else 1)
+    assert ptepack.verify(fixture("linear.ptd"), allow_legacy_ptd=allow)["valid"] is allow
+    assert ptepack.inspect(fixture("linear.ptd"), allow_legacy_ptd=allow)["valid"] is allow
+
+
+@pytest.mark.parametrize("value,text", [(100, "100"), (-1, "-1"), (0, "0"), (2**70, str(2**70)),
+                                        (True, "True"), (64.0, "64.0"), ("64", "'64'")])
+def test_numbers_go_through_the_cli_parser(fixture, value, text):
+    # The CLI's message for the same text, with the keyword's name for the flag's.
+    code, want = cli("verify", fixture("add.pte"), "--segment-alignment", text, "--json")
+    assert code == 2 and want["error"]["code"] == "bad-number"
+    for fn in (ptepack.verify, ptepack.inspect):
+        with pytest.raises(ptepack.Error) as e:
+            fn(fixture("add.pte"), segment_alignment=value)
+        assert e.value.code == "bad-number"
+        message = want["error"]["message"].replace("--segment-alignment", "segment_alignment")
+        assert str(e.value) == f'error: {message} (found "{text}") [bad-number]'
+    assert ptepack.verify(fixture("add.pte"), segment_alignment=64)["valid"] is True
+
+
 def test_verify_of_a_corrupt_file_lists_located_findings(fixture, tmp_path):
     data = open(fixture("add.pte"), "rb").read()
     bad = tmp_path / "half.pte"
@@ -140,6 +168,50 @@ def test_version():
     assert ptepack.__version__.count(".") == 2
 
 
+def test_readme_python_examples_run_as_written(fixture, tmp_path, monkeypatch):
+    """The README's Python examples: the `python3 -c` line in the fixtures' directory, and the
+    python block where model.pte is conv2d_quantized.pte (a program with its constants inside,
+    which split moves to weights.ptd)."""
+    import re
+    import shutil
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "README.md")).read()
+    section = readme[readme.index("\n## Python\n"):]
+    section = section[:section.index("\n## ", 1)]
+    one_liner = re.search(r'python3 -c \\\n\s*"(.*)"', section).group(1)
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert one_liner and len(blocks) == 1
+    monkeypatch.chdir(os.path.dirname(fixture("linear.pte")))
+    exec(one_liner, {})
+    shutil.copy(fixture("conv2d_quantized.pte"), tmp_path / "model.pte")
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(blocks[0], scope)
+    assert scope["r"]["valid"] is True
+    assert scope["s"]["valid"] is True
+    # The keys were checked against weights.ptd; without it they are not.
+    assert scope["s"]["not_checked"] == []
+    assert ptepack.verify("small.pte")["not_checked"] != []
+    assert (tmp_path / "aligned.pte").exists() and (tmp_path / "small.pte").exists()
+    assert (tmp_path / "weights.ptd").exists()
+    # The results are what they say: the parts add up to the file, the manifest was written
+    # and the re-planned program says "memory plan only" (or is identical) against its input.
+    size = os.path.getsize(tmp_path / "model.pte")
+    assert sum(part["bytes"] for part in scope["z"]["parts"]) == size
+    assert scope["d"]["valid"] is True and scope["c"]["valid"] is True
+    assert (tmp_path / "model.json").exists()
+    assert (tmp_path / "again.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()
+    assert ptepack.diff("model.pte", "smaller.pte")["verdict"] in ("identical", "memory plan only")
+    # The section names, and its block calls, every function of the module.
+    functions = sorted(n for n in dir(ptepack) if not n.startswith("_") and callable(getattr(ptepack, n))
+                       and n != "Error")
+    assert functions == sorted(["inspect", "verify", "size", "diff", "checksum", "repack", "split", "extract",
+                                "pack", "plan"])
+    for name in functions:
+        assert f"ptepack.{name}(" in blocks[0], name
+        assert f"`{name}`" in section, name
+
+
 @pytest.mark.parametrize("name,ptd", [("xor.pte", "xor.ptd"), ("keyword_spotting.pte", None), ("add.pte", None)])
 def test_plan_is_the_cli_json(fixture, name, ptd):
     ptds = [fixture(ptd)] if ptd else []
@@ -174,10 +246,25 @@ def test_plan_writes_what_the_cli_writes(fixture, tmp_path):
     assert json.loads(d.stdout)["verdict"] == "memory plan only"
 
 
-def test_plan_errors_are_located(fixture):
+def test_plan_errors_are_the_clis(fixture):
+    # --algorithm: a named choice; the keyword's name for the flag's.
+    code, want = cli("plan", fixture("xor.pte"), "--algorithm", "fastest", "--json")
+    assert code == 2 and want["error"]["code"] == "bad-choice"
     with pytest.raises(ptepack.Error) as e:
         ptepack.plan(fixture("xor.pte"), algorithm="fastest")
-    assert e.value.code == "usage"
+    assert e.value.code == "bad-choice"
+    assert str(e.value) == "error: " + want["error"]["message"].replace("--algorithm", "algorithm") + \
+        ' (found "fastest") [bad-choice]'
+
+
+@pytest.mark.parametrize("value,text", [(24, "24"), (0, "0"), (-1, "-1"), (2**70, str(2**70)), (True, "True"),
+                                        (32.0, "32.0"), ("32", "'32'")])
+def test_plan_alignment_goes_through_the_cli_parser(fixture, value, text):
+    # The number parser of every other option (item 6): the CLI's message for the same text.
+    code, want = cli("plan", fixture("xor.pte"), "--alignment", text, "--json")
+    assert code == 2 and want["error"]["code"] == "bad-number"
     with pytest.raises(ptepack.Error) as e:
-        ptepack.plan(fixture("xor.pte"), alignment=24)
-    assert e.value.code == "plan-bad-alignment"
+        ptepack.plan(fixture("xor.pte"), alignment=value)
+    assert e.value.code == "bad-number"
+    message = want["error"]["message"].replace("--alignment", "alignment")
+    assert str(e.value) == f'error: {message} (found "{text}") [bad-number]'

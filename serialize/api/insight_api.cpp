@@ -12,14 +12,6 @@
 namespace ptepack {
 namespace {
 
-[[noreturn]] void NotBrokenDown(const std::string& file) {
-  Finding f;
-  f.code = "invalid-file";
-  f.file = file;
-  f.message = "the file has errors, so it is not broken down (verify lists them)";
-  throw Error(std::move(f));
-}
-
 std::vector<const PtdFile*> Ptrs(const std::vector<std::unique_ptr<PtdFile>>& v) {
   std::vector<const PtdFile*> out;
   for (const auto& p : v) out.push_back(p.get());
@@ -28,24 +20,23 @@ std::vector<const PtdFile*> Ptrs(const std::vector<std::unique_ptr<PtdFile>>& v)
 
 }  // namespace
 
-nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string>& ptds, size_t top, SizeSort sort) {
+SizeReport SizeOf(const std::string& file, const std::vector<std::string>& ptds, bool allow_legacy_ptd) {
   ReadOptions ro;
-  ro.allow_legacy_ptd = true;
+  ro.allow_legacy_ptd = allow_legacy_ptd;  // the verdict of verify
   SizeReport r;
   if (IsPtdFile(file)) {
-    auto ptd = PtdFile::Open(file, ro);
-    if (!ptd->ok()) NotBrokenDown(file);
-    r.pte = AnalyzePtdSize(*ptd);
-    return SizeJson(r, top, sort);
+    r.pte = AnalyzePtdSize(*PtdFile::Open(file, ro));  // throws the file's first error
+    return r;
   }
   auto pte = PteFile::Open(file, ro);
   std::vector<std::unique_ptr<PtdFile>> owned;
   for (const auto& p : ptds) owned.push_back(PtdFile::Open(p, ro));
-  bool ok = pte->ok();
-  for (const auto& p : owned) ok = ok && p->ok();
-  if (!ok) NotBrokenDown(file);
-  r = AnalyzeSize(*pte, Ptrs(owned));
-  return SizeJson(r, top, sort);
+  return AnalyzeSize(*pte, Ptrs(owned));  // throws the first error of the program or a .ptd
+}
+
+nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string>& ptds, size_t top, SizeSort sort,
+                          bool allow_legacy_ptd) {
+  return SizeJson(SizeOf(file, ptds, allow_legacy_ptd), top, sort);
 }
 
 nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,

@@ -12,9 +12,14 @@
 
 namespace ptepack {
 
-// `size FILE [--ptd ...] --top N --sort S --json`. A file with errors is not
-// broken down: Error("invalid-file") names it (its tables cannot be trusted).
-nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string>& ptds, size_t top, SizeSort sort);
+// `size FILE [--ptd ...] [--allow-legacy-ptd]`: where every byte goes. A file with errors
+// is not broken down (its tables cannot be trusted): its first error, located, is thrown;
+// a legacy-layout .ptd is one unless `allow_legacy_ptd` (verify's verdict).
+SizeReport SizeOf(const std::string& file, const std::vector<std::string>& ptds, bool allow_legacy_ptd);
+
+// `size FILE [--ptd ...] --top N --sort S [--allow-legacy-ptd] --json`.
+nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string>& ptds, size_t top, SizeSort sort,
+                          bool allow_legacy_ptd = false);
 
 // `diff A B [--ptd-a ...] [--ptd-b ...] --json`. `different` is set to
 // whether the content differs (the CLI's exit status 1).

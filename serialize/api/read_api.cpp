@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "config/backend_config.h"
+#include "config/numbers.h"
 #include "serialize/bpte/bpte.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/insight/plan.h"
@@ -76,7 +77,9 @@ nlohmann::json AmbiguityJson(const InferredConfig& inf) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& x : inf.ambiguous) {
     nlohmann::json e = {{"field", x.field}, {"chosen", x.chosen}, {"why", x.why}};
-    e["fits"] = x.hi ? nlohmann::json{{"min", x.lo}, {"max", x.hi}} : nlohmann::json(nullptr);
+    const SettingFit fit{x.lo, x.hi, x.values};
+    e["fits"] = x.hi ? nlohmann::json{{"min", x.lo}, {"max", x.hi}} : nlohmann::json{{"values", x.values}};
+    e["fits"]["text"] = fit.Text();
     a.push_back(e);
   }
   return a;
@@ -167,6 +170,9 @@ LoadedFiles LoadFiles(const std::string& file, const std::vector<std::string>& p
 }
 
 ReadOptions ReadOptionsFor(const VerifyOptions& o) {
+  // 0: no extra check; anything else is an alignment, checked as the CLI's and Python's are.
+  if (o.segment_alignment) CheckAlignmentValue("segment_alignment", o.segment_alignment, "bad-number");
+  if (o.tensor_alignment) CheckAlignmentValue("tensor_alignment", o.tensor_alignment, "bad-number");
   ReadOptions ro;
   ro.segment_alignment = o.segment_alignment;
   ro.tensor_alignment = o.tensor_alignment;
@@ -267,6 +273,7 @@ bool IsBpte(const std::string& path, const VerifyOptions& options) {
 }  // namespace
 
 VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
+  const ReadOptions ro = ReadOptionsFor(options);  // the options are checked for a .bpte too
   if (IsBpte(path, options)) {
     auto f = bpte::BpteFile::Open(path);
     VerifyResult r;
@@ -274,7 +281,7 @@ VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
     r.findings = f->report().findings();
     return r;
   }
-  LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
+  LoadedFiles l = LoadFiles(path, options.ptd, ro);
   Verdict v = Judge(l, options.strict);
   VerifyResult r;
   r.valid = v.ok;
@@ -286,23 +293,24 @@ VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
 }
 
 std::string VerifyJson(const std::string& path, const VerifyOptions& options, int indent) {
+  const ReadOptions ro = ReadOptionsFor(options);
   if (IsBpte(path, options)) {
     return BpteVerdictJson(*bpte::BpteFile::Open(path), path, options.strict)
         .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  LoadedFiles l = LoadFiles(path, options.ptd, ReadOptionsFor(options));
+  LoadedFiles l = LoadFiles(path, options.ptd, ro);
   Verdict v = Judge(l, options.strict);
   return VerdictJson(path, v, options.strict, l.reports())
       .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+  const ReadOptions ro = ReadOptionsFor(options);
   if (IsBpte(path, options)) {
     return bpte::DescribeBpte(*bpte::BpteFile::Open(path))
         .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  ReadOptions ro = ReadOptionsFor(options);
-  ro.allow_legacy_ptd = true;  // inspect explains legacy files; verify judges them
+  // A legacy .ptd is explained either way; its verdict ("valid") is Verify's.
   return InspectDocument(LoadFiles(path, options.ptd, ro))
       .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -170,6 +170,7 @@ struct Summary {
   StoredMap named;            // named data in the .pte, by key
   uint64_t program_hash = 0;  // program fields outside the plans
   nlohmann::json config;
+  std::map<std::string, SettingFit> fits;  // what the file shows of each setting inference reads
   std::map<std::string, uint64_t> sizes;
   std::vector<std::pair<std::string, uint64_t>> file_hashes;  // pte, then .ptd by base name
 };
@@ -394,7 +395,7 @@ class Summarizer {
 
   void Files() {
     out_.sizes["pte file"] = pte_.file().size;
-    out_.sizes["flatbuffer"] = pte_.program_size();
+    out_.sizes["flatbuffer"] = pte_.flatbuffer_size();  // README, "Sizes"
     out_.sizes["segments"] = pte_.segments().size();
     out_.file_hashes.push_back({"pte", HashBytes(pte_.file())});
     std::vector<std::pair<std::string, uint64_t>> ptd;
@@ -412,6 +413,7 @@ class Summarizer {
       InferredConfig inf = InferConfig(pte_, pkg, ptds_);
       out_.config = ConfigToJson(inf.config);
       out_.config["reproduces_file_exactly"] = inf.exact;
+      out_.fits = SettingFits(inf);
     } catch (const Error& e) {
       out_.config = {{"inferred", false}, {"reason", e.finding().message}};
     }
@@ -467,6 +469,13 @@ class Comparer {
     for (auto it = a_.config.begin(); it != a_.config.end(); ++it) keys.insert(it.key());
     for (auto it = b_.config.begin(); it != b_.config.end(); ++it) keys.insert(it.key());
     for (const auto& k : keys) {
+      // A setting a file cannot tell (every value in a range writes its bytes) changed only
+      // when no one value fits both files; shown as what fits.
+      auto fa = a_.fits.find(k), fb = b_.fits.find(k);
+      if (fa != a_.fits.end() && fb != b_.fits.end()) {
+        if (!fa->second.Overlaps(fb->second)) Add("config", k, "changed", fa->second.Text(), fb->second.Text(), true);
+        continue;
+      }
       std::string va = a_.config.contains(k) ? a_.config[k].dump() : "(none)";
       std::string vb = b_.config.contains(k) ? b_.config[k].dump() : "(none)";
       if (va != vb) Add("config", k, "changed", va, vb, true);
@@ -670,11 +679,36 @@ DiffResult DiffPrograms(const PteFile& a, const std::vector<const PtdFile*>& ptd
   return r;
 }
 
+namespace {
+
+// How many changes of each kind per category, in the order the categories come:
+// [("constant", [("moved", 83)]), ("size", [("changed", 2), ("added", 1)])].
+std::vector<std::pair<std::string, std::vector<std::pair<std::string, size_t>>>> CountChanges(const DiffResult& r) {
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, size_t>>>> out;
+  for (const DiffChange& c : r.changes) {
+    if (out.empty() || out.back().first != c.category) out.push_back({c.category, {}});
+    auto& kinds = out.back().second;
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == c.kind; });
+    if (it == kinds.end()) {
+      kinds.push_back({c.kind, 1});
+    } else {
+      ++it->second;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json DiffJson(const DiffResult& r) {
   nlohmann::json j;
   j["verdict"] = DiffVerdictName(r.verdict);
   j["content_changes"] = r.content_changes();
   j["plan_changes"] = r.plan_changes();
+  j["summary"] = nlohmann::json::object();
+  for (const auto& [category, kinds] : CountChanges(r)) {
+    for (const auto& [kind, n] : kinds) j["summary"][category][kind] = n;
+  }
   j["a"] = r.a.summary;
   j["b"] = r.b.summary;
   j["changes"] = nlohmann::json::array();
@@ -705,8 +739,20 @@ std::string RenderDiffText(const DiffResult& r) {
            "sizes\n";
       break;
     case DiffVerdict::kDifferent:
-      o << "different: " << r.content_changes() << " content changes\n";
+      o << "different: " << r.content_changes() << " content change" << (r.content_changes() == 1 ? "" : "s") << "\n";
       break;
+  }
+  // One line that counts them before the lists: "changes: constant 83 moved; size 2 changed, 1 added".
+  const auto counts = CountChanges(r);
+  if (!counts.empty()) {
+    o << "changes:";
+    for (size_t i = 0; i < counts.size(); ++i) {
+      o << (i ? "; " : " ") << counts[i].first;
+      for (size_t k = 0; k < counts[i].second.size(); ++k) {
+        o << (k ? ", " : " ") << counts[i].second[k].second << " " << counts[i].second[k].first;
+      }
+    }
+    o << "\n";
   }
   for (size_t i = 0; i < r.changes.size(); ++i) {
     const DiffChange& c = r.changes[i];

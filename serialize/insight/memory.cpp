@@ -124,12 +124,13 @@ nlohmann::json MethodJson(const MethodMemory& m) {
       {"after_init", m.after_init}};
 }
 
-void MethodLine(std::ostringstream& o, const MethodMemory& m) {
+void MethodLine(std::ostringstream& o, const MethodMemory& m, int width) {
   uint64_t ptd = 0;
   for (const auto& [file, bytes] : m.constants_ptd) ptd += bytes;
   char line[300];
-  std::snprintf(line, sizeof line, "  %-28s %10s %10s %10s %10s %10s %10s\n", m.name.c_str(),
-                HumanBytes(m.planned_total).c_str(), HumanBytes(m.constants_pte).c_str(), HumanBytes(ptd).c_str(),
+  o << "  " << m.name << std::string(static_cast<size_t>(width) > m.name.size() ? width - m.name.size() : 0, ' ');
+  std::snprintf(line, sizeof line, " %10s %10s %10s %10s %10s %10s\n", HumanBytes(m.planned_total).c_str(),
+                HumanBytes(m.constants_pte).c_str(), HumanBytes(ptd).c_str(),
                 HumanBytes(m.delegates_segment + m.delegates_inline).c_str(), HumanBytes(m.at_init).c_str(),
                 HumanBytes(m.after_init).c_str());
   o << line;
@@ -198,15 +199,44 @@ nlohmann::json MemoryJson(const MemoryReport& m) {
   return {{"program_bytes", m.program_bytes}, {"methods", methods}, {"all_methods", all}};
 }
 
-std::string RenderMemoryText(const MemoryReport& m) {
+std::string RenderMemoryText(const MemoryReport& m, size_t top, bool by_name) {
+  // Methods that need no memory of their own (metadata methods: no planned buffers, no
+  // data) are counted, not listed; the rest, largest at init first (or by name), at most `top`.
+  std::vector<const MethodMemory*> rows;
+  std::vector<std::string> empty;
+  for (const auto& x : m.methods) {
+    if (x.at_init == 0 && x.planned_total == 0 && x.mutable_state == 0) {
+      empty.push_back(x.name);
+    } else {
+      rows.push_back(&x);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [by_name](const MethodMemory* a, const MethodMemory* b) {
+    return by_name ? a->name < b->name : a->at_init > b->at_init;
+  });
+  const size_t shown = std::min(top, rows.size());
   std::ostringstream o;
-  o << "runtime memory (program flatbuffer resident: " << HumanBytes(m.program_bytes) << ")\n";
+  o << "runtime memory (program flatbuffer resident: " << HumanBytes(m.program_bytes) << ")";
+  if (shown < rows.size()) o << ", " << shown << " of " << rows.size() << " methods (--top)";
+  o << "\n";
+  int width = 6;  // "method"; the column grows to the longest name shown
+  for (size_t i = 0; i < shown; ++i) width = std::max(width, static_cast<int>(rows[i]->name.size()));
+  if (m.methods.size() > 1) width = std::max(width, static_cast<int>(m.all.name.size()));
   char line[300];
-  std::snprintf(line, sizeof line, "  %-28s %10s %10s %10s %10s %10s %10s\n", "method", "planned", "const .pte",
-                "const .ptd", "delegates", "at init", "after init");
+  o << "  method" << std::string(static_cast<size_t>(width) - 6, ' ');
+  std::snprintf(line, sizeof line, " %10s %10s %10s %10s %10s %10s\n", "planned", "const .pte", "const .ptd",
+                "delegates", "at init", "after init");
   o << line;
-  for (const auto& x : m.methods) MethodLine(o, x);
-  if (m.methods.size() > 1) MethodLine(o, m.all);
+  for (size_t i = 0; i < shown; ++i) MethodLine(o, *rows[i], width);
+  if (m.methods.size() > 1) MethodLine(o, m.all, width);
+  if (!empty.empty()) {
+    o << "  " << empty.size()
+      << (empty.size() == 1 ? " method needs no memory of its own" : " methods need no memory of their own")
+      << " (no planned buffers, constants or delegates): ";
+    for (size_t i = 0; i < empty.size() && i < 4; ++i) o << (i ? ", " : "") << empty[i];
+    if (empty.size() > 4) o << ", ...";
+    o << "\n";
+  }
   return o.str();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -56,6 +57,8 @@ struct MemoryReport {
 
 MemoryReport AnalyzeMemory(const PteFile& pte, const std::vector<const PtdFile*>& ptds);
 nlohmann::json MemoryJson(const MemoryReport& m);
-std::string RenderMemoryText(const MemoryReport& m);
+// The per-method table: methods needing no memory are counted, not listed; at most `top`
+// rows, largest at init first (by_name: by name); the name column fits the longest name.
+std::string RenderMemoryText(const MemoryReport& m, size_t top = SIZE_MAX, bool by_name = false);
 
 }  // namespace ptepack

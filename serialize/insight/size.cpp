@@ -118,7 +118,7 @@ const char* const kFbPartNames[kNumFbParts] = {"execution plans",
                                                "delegates (ids, compile specs)",
                                                "strings",
                                                "stack traces / debug data",
-                                               "legacy constant buffers",
+                                               "inline constants (constant_buffer)",
                                                "delegate inline data",
                                                "segment tables",
                                                "program table",
@@ -138,12 +138,12 @@ class FlatbufferWalker {
     if (p.execution_plan()) {
       for (const auto* plan : *p.execution_plan()) Plan(*plan);
     }
-    Vec(p.constant_buffer(), kLegacyConstants);
+    Vec(p.constant_buffer(), kLegacyConstants, /*empty_is_other=*/true);
     if (p.constant_buffer()) {
       for (const auto* b : *p.constant_buffer())
         Table(b, kLegacyConstants, "Buffer"), Vec(b->storage(), kLegacyConstants);
     }
-    Vec(p.backend_delegate_data(), kInlineDelegateData);
+    Vec(p.backend_delegate_data(), kInlineDelegateData, /*empty_is_other=*/true);
     if (p.backend_delegate_data()) {
       for (const auto* d : *p.backend_delegate_data())
         Table(d, kInlineDelegateData, "BackendDelegateInlineData"), Vec(d->data(), kInlineDelegateData);
@@ -186,7 +186,7 @@ class FlatbufferWalker {
       for (const auto* o : *plan.operators())
         Table(o, kOperators, "Operator"), Str(o->name(), kStrings), Str(o->overload(), kStrings);
     }
-    Vec(plan.delegates(), kDelegates);
+    Vec(plan.delegates(), kDelegates, /*empty_is_other=*/true);
     if (plan.delegates()) {
       for (const auto* d : *plan.delegates()) Delegate(*d);
     }
@@ -300,9 +300,13 @@ class FlatbufferWalker {
     return cache.emplace(object, std::move(fields)).first->second;
   }
   template <typename T>
-  void Vec(const flatbuffers::Vector<T>* v, FbPart part) {
+  void Vec(const flatbuffers::Vector<T>* v, FbPart part, bool empty_is_other = false) {
     if (!v) return;
     const auto* p = reinterpret_cast<const uint8_t*>(v);
+    // An empty list of the things a part is named for is only a length field: "other", so
+    // that a file with no inline constants or delegates does not show those parts (every
+    // current file has an empty constant_buffer, most an empty backend_delegate_data).
+    if (v->size() == 0 && empty_is_other) part = kFbOther;
     l_.Claim(Off(p), 4 + uint64_t{v->size()} * ElemSize<T>(), ids_[part]);
   }
   template <typename T>
@@ -442,7 +446,7 @@ FileSize PteParts(const PteFile& pte) {
   fs.file = pte.name();
   fs.file_size = pte.file_size();
   Ledger l(fs.file_size);
-  const uint64_t header_end = 8 + (pte.header() ? pte.header()->length : 0);
+  const uint64_t header_end = pte.header_size();  // README, "Sizes"
   l.Claim(0, header_end, l.Part("header", "header"));
   FlatbufferWalker w(pte.file().data, l);
   w.Program(p);
@@ -571,9 +575,7 @@ void AddDelegates(const PteFile& pte, SizeReport& r) {
 }  // namespace
 
 FileSize AnalyzePtdSize(const PtdFile& ptd) {
-  if (!ptd.ok()) {
-    throw Error("invalid", ptd.name() + ": the file has errors, so it cannot be broken down (run `ptepack verify`)");
-  }
+  ptd.report().ThrowIfError();  // its first error, located; `ptepack verify` lists them all
   FileSize fs;
   fs.file = ptd.name();
   fs.file_size = ptd.file_size();
@@ -608,20 +610,7 @@ SizeReport AnalyzeSize(const PteFile& pte, const std::vector<const PtdFile*>& pt
   // Only files the reader accepted: the walker follows the program's tables
   // and unions, which a file with errors (an unknown union tag, segments past
   // its end) cannot be trusted for.
-  if (!pte.ok()) {
-    std::string why;
-    for (const auto& f : pte.report().findings()) {
-      if (f.severity == Finding::Severity::kError) {
-        why = ": " + f.ToString();
-        break;
-      }
-    }
-    throw Error("invalid",
-                pte.name() +
-                    (pte.program() ? ": the file has errors, so it cannot be broken down (run `ptepack verify`)"
-                                   : ": the program flatbuffer did not verify, so it cannot be broken down") +
-                    why);
-  }
+  pte.report().ThrowIfError();  // its first error, located; `ptepack verify` lists them all
   SizeReport r;
   r.pte = PteParts(pte);
   for (const PtdFile* ptd : ptds) r.ptds.push_back(AnalyzePtdSize(*ptd));

@@ -143,12 +143,13 @@ std::string RenderSizeText(const SizeReport& r, size_t top, SizeSort sort) {
   if (!r.delegates.empty()) {
     o << "\ndelegates (" << std::min(top, r.delegates.size()) << " of " << r.delegates.size() << ")\n";
     for (const auto& d : Top(r.delegates, top, sort)) {
-      std::snprintf(line, sizeof line, "  %10s  %-24s %-12s %s[%u], %u compile specs\n", HumanBytes(d.bytes).c_str(),
-                    d.backend_id.c_str(), d.location.c_str(), d.method.c_str(), d.index, d.compile_specs);
+      std::snprintf(line, sizeof line, "  %10s  %-24s %-12s %s[%u], %u compile spec%s\n", HumanBytes(d.bytes).c_str(),
+                    d.backend_id.c_str(), d.location.c_str(), d.method.c_str(), d.index, d.compile_specs,
+                    d.compile_specs == 1 ? "" : "s");
       o << line;
     }
   }
-  if (!r.memory.methods.empty()) o << "\n" << RenderMemoryText(r.memory);
+  if (!r.memory.methods.empty()) o << "\n" << RenderMemoryText(r.memory, top, sort == SizeSort::kName);
   return o.str();
 }
 

@@ -240,7 +240,29 @@ int OpenRegularFile(const std::string& path, struct stat& st) {
   return fd;
 }
 
+// An output could not be created: say why in terms of the output's directory (which may
+// not exist), not of the temporary file's name.
+[[noreturn]] void ThrowCannotCreate(const std::string& path) {
+  const int err = errno;
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    ThrowErrorAt("create-failed", path,
+                 "cannot write the output: directory " + dir +
+                     (errno == ENOENT ? " does not exist" : std::string(": ") + std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode))
+    ThrowErrorAt("create-failed", path, "cannot write the output: " + dir + " is not a directory");
+  ThrowErrorAt("create-failed", path, "cannot create a file in directory " + dir + ": " + std::strerror(err));
+}
+
 }  // namespace
+
+void CheckInputFile(const std::string& path) {
+  struct stat st {};
+  ::close(OpenRegularFile(path, st));
+}
 
 void CheckOutputPath(const std::string& path) {
   struct stat st {};
@@ -718,7 +740,7 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options)
     fd_ = ::open(tmp_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (fd_ < 0) ThrowErrno("create-failed", "cannot create temporary output " + tmp_path_, path);
+  if (fd_ < 0) ThrowCannotCreate(path);
   slot_ = RegisterTemp(tmp_path_);
   ++g_writing;
   buf_.reset(new uint8_t[kBufSize]);
@@ -741,7 +763,8 @@ void AtomicFile::OpenDirect() {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) {
     tmp_path_.clear();  // not ours: never removed
-    ThrowErrno("create-failed", "cannot create output", path_);
+    if (errno == EEXIST) ThrowErrno("create-failed", "cannot create output", path_);
+    ThrowCannotCreate(path_);
   }
   slot_ = RegisterTemp(tmp_path_);
   ++g_writing;

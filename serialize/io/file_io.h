@@ -248,6 +248,11 @@ void SyncTree(const std::string& dir);
 // Throws Error("output-symlink" / "output-not-regular").
 void CheckOutputPath(const std::string& path);
 
+// An input the caller will read: throws what opening it would (Error("open-failed") for a
+// missing or unreadable file, "not-regular-file" for a directory, FIFO or device, never
+// waiting on a FIFO), naming the file.
+void CheckInputFile(const std::string& path);
+
 // Reads a whole small file (JSON specs, configs, manifests) after checking it
 // is a regular file no larger than `max_bytes`: a FIFO or device is refused
 // instead of blocking. Throws Error("open-failed" / "not-regular-file" /

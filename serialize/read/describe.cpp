@@ -273,6 +273,8 @@ class PteDescriber {
       hdr["extended_header"] = nullptr;
     }
     hdr["program_size"] = pte_.program_size();
+    hdr["header_size"] = pte_.header_size();
+    hdr["flatbuffer_size"] = pte_.flatbuffer_size();
     hdr["segment_base_offset"] = pte_.segment_base_offset();
     d_["header"] = hdr;
   }
@@ -661,9 +663,10 @@ void RenderMethodText(std::ostringstream& o, const json& m, bool list_tensors) {
     o << "method \"" << m["name"].get<std::string>() << "\" (constant): returns " << r << "\n";
     return;
   }
-  o << "method \"" << m["name"].get<std::string>() << "\": " << m["num_values"].get<uint64_t>() << " values, "
-    << m["num_instructions"].get<uint64_t>() << " instructions in " << m["num_chains"].get<uint64_t>()
-    << " chain(s), stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
+  auto n = [](uint64_t k, const char* one) { return std::to_string(k) + " " + one + (k == 1 ? "" : "s"); };
+  o << "method \"" << m["name"].get<std::string>() << "\": " << n(m["num_values"].get<uint64_t>(), "value") << ", "
+    << n(m["num_instructions"].get<uint64_t>(), "instruction") << " in " << n(m["num_chains"].get<uint64_t>(), "chain")
+    << ", stack traces " << (m["stacktraces"].get<bool>() ? "present" : "absent") << "\n";
   o << "  inputs:";
   for (const auto& v : m["inputs"]) o << " #" << v["index"].get<int64_t>() << ":" << Shape(v);
   o << "\n  outputs:";
@@ -722,29 +725,54 @@ void RenderPteHeaderText(std::ostringstream& o, const json& d) {
   }
   const auto& h = d["header"];
   o << "header: file identifier " << h.value("file_identifier", std::string("?"));
+  // Program size = header + flatbuffer (README, "Sizes").
+  const std::string sizes = "program size " + std::to_string(h["program_size"].get<uint64_t>()) + " (header " +
+                            std::to_string(h.value("header_size", uint64_t{0})) + " + flatbuffer " +
+                            std::to_string(h.value("flatbuffer_size", uint64_t{0})) + ")";
   if (h["extended_header"].is_null()) {
-    o << ", no extended header (no segments)\n";
+    // Without eh00 there is no segment data: any segment the program lists is empty.
+    o << ", no extended header, so no segment data; " << sizes << "\n";
   } else {
     const auto& e = h["extended_header"];
-    o << ", eh00 length " << e["length"].get<uint64_t>() << ", program size " << e["program_size"].get<uint64_t>()
-      << ", segment base offset " << e["segment_base_offset"].get<uint64_t>();
+    o << ", eh00 length " << e["length"].get<uint64_t>() << ", " << sizes << ", segment base offset "
+      << e["segment_base_offset"].get<uint64_t>();
     if (e.contains("segment_data_size")) o << ", segment data size " << e["segment_data_size"].get<uint64_t>();
     o << "\n";
   }
 }
 
-void RenderConfigText(std::ostringstream& o, const json& cfg) {
+void RenderConfigText(std::ostringstream& o, const json& cfg, bool verbose) {
   if (cfg.contains("segment_alignment")) {
+    // A setting the file cannot tell is shown as what fits ("2048..16384", "flatc or
+    // flatc-legacy"), not as the one value chosen to rewrite it.
+    auto shown = [&cfg](const char* field, const std::string& value) {
+      for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
+        if (a["field"] == field && a["fits"].is_object() && a["fits"].contains("text"))
+          return a["fits"]["text"].get<std::string>();
+      }
+      return value;
+    };
     auto opt = [](const nlohmann::json& v) { return v.is_null() ? std::string("default") : v.dump(); };
-    o << "written with: segment alignment " << cfg["segment_alignment"].get<uint64_t>()
-      << ", constant tensor alignment " << opt(cfg["constant_tensor_alignment"]) << ", delegate alignment "
-      << opt(cfg["delegate_alignment"]) << ", delegate segments "
-      << (cfg["extract_delegate_segments"].get<bool>() ? "extracted" : "inline") << ", flatbuffer order "
-      << cfg["flatbuffer_order"].get<std::string>()
+    const bool extracted = cfg["extract_delegate_segments"].get<bool>();
+    o << "written with: segment alignment " << shown("segment_alignment", cfg["segment_alignment"].dump())
+      << ", constant tensor alignment " << shown("constant_tensor_alignment", opt(cfg["constant_tensor_alignment"]))
+      << ", delegate alignment " << shown("delegate_alignment", opt(cfg["delegate_alignment"]))
+      << ", delegate segments "
+      << (shown("extract_delegate_segments", "") == "true or false" ? "extracted or inline"
+          : extracted                                               ? "extracted"
+                                                                    : "inline")
+      << ", flatbuffer order " << shown("flatbuffer_order", cfg["flatbuffer_order"].get<std::string>())
       << (cfg["reproduces_file_exactly"].get<bool>() ? "" : " (closest match; not reproduced byte for byte)") << "\n";
-    for (const auto& a : cfg.value("ambiguous", nlohmann::json::array())) {
-      o << "  ambiguous: " << a["field"].get<std::string>() << " = " << a["chosen"].get<std::string>() << " chosen; "
-        << a["why"].get<std::string>() << "\n";
+    // Said once; each one (what fits, the value chosen to rewrite it, why) with --verbose.
+    const json ambiguous = cfg.value("ambiguous", nlohmann::json::array());
+    if (!ambiguous.empty()) {
+      o << "  " << ambiguous.size() << (ambiguous.size() == 1 ? " setting" : " settings")
+        << " cannot be told from this file (any value shown writes the same bytes)"
+        << (verbose ? ":" : "; --verbose lists them") << "\n";
+    }
+    for (const auto& a : verbose ? ambiguous : json::array()) {
+      o << "    " << a["field"].get<std::string>() << ": " << a["fits"].value("text", std::string("?")) << " ("
+        << a["chosen"].get<std::string>() << " chosen); " << a["why"].get<std::string>() << "\n";
     }
   } else {
     o << "written with: not inferred (" << cfg["reason"].get<std::string>() << ")\n";
@@ -753,7 +781,12 @@ void RenderConfigText(std::ostringstream& o, const json& cfg) {
 
 void RenderSegmentsText(std::ostringstream& o, const json& d) {
   o << "segments (" << d["segments"].size() << "):\n";
+  const bool no_data = d["header"]["extended_header"].is_null();
   for (const auto& s : d["segments"]) {
+    if (no_data && s["size"].get<uint64_t>() == 0) {  // nothing in the file to place
+      o << "  [" << s["index"].get<uint64_t>() << "] empty: " << s["role"].get<std::string>() << "\n";
+      continue;
+    }
     o << "  [" << s["index"].get<uint64_t>() << "] file offset " << s["file_offset"].get<uint64_t>() << ", size "
       << s["size"].get<uint64_t>();
     if (s.contains("aligned")) {
@@ -810,12 +843,12 @@ void RenderKeysText(std::ostringstream& o, const json& d) {
 
 }  // namespace
 
-std::string RenderPteText(const json& d) {
+std::string RenderPteText(const json& d, bool verbose) {
   std::ostringstream o;
   RenderPteHeaderText(o, d);
   if (!d.contains("methods")) return o.str();
   o << "program version " << d["version"].get<uint64_t>() << ", " << d["methods"].size() << " method(s)\n";
-  if (d.contains("config")) RenderConfigText(o, d["config"]);
+  if (d.contains("config")) RenderConfigText(o, d["config"], verbose);
   for (const auto& m : d["methods"]) RenderMethodText(o, m, d.value("list_tensors", false));
   RenderSegmentsText(o, d);
   RenderConstantsText(o, d);

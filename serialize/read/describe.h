@@ -18,7 +18,8 @@ nlohmann::json DescribePtd(const PtdFile& ptd);
 nlohmann::json FindingsJson(const std::vector<const class Report*>& reports);
 
 // The readable form of DescribePte / DescribePtd output.
-std::string RenderPteText(const nlohmann::json& d);
+// `verbose`: also each setting the file cannot tell, with what fits and why.
+std::string RenderPteText(const nlohmann::json& d, bool verbose = false);
 std::string RenderPtdText(const nlohmann::json& d);
 
 // The same as DescribePtd(ptd).dump(2) and RenderPtdText(DescribePtd(ptd)),

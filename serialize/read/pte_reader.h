@@ -68,7 +68,12 @@ class PteFile {
   // The verified program, or nullptr when the flatbuffer could not be trusted.
   const executorch_flatbuffer::Program* program() const { return program_; }
   const std::optional<ExtendedHeader>& header() const { return header_; }
+  // Sizes, one definition each (README, "Sizes"): the program is [0, program_size()), the
+  // header its first header_size() bytes (root offset and file identifier, then the eh00
+  // extended header of header()->length bytes when there is one), the flatbuffer the rest.
   uint64_t program_size() const { return program_size_; }
+  uint64_t header_size() const { return 8 + (header_ ? header_->length : 0); }
+  uint64_t flatbuffer_size() const { return program_size_ > header_size() ? program_size_ - header_size() : 0; }
   uint64_t segment_base_offset() const { return segment_base_offset_; }
   // The bytes in memory: the whole file, or its leading bytes (FromLeadingBytes).
   const Bytes& file() const { return file_; }

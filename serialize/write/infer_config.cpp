@@ -72,7 +72,7 @@ std::string RangeText(const Range& r) {
 // Records `field` as ambiguous when its range holds more than one value.
 void NoteRange(InferredConfig& out, const char* field, const Range& r, uint64_t chosen, const std::string& why) {
   if (r.empty() || r.fixed()) return;
-  out.ambiguous.push_back({field, r.lo, r.hi, std::to_string(chosen), why + " (fits " + RangeText(r) + ")"});
+  out.ambiguous.push_back({field, r.lo, r.hi, std::to_string(chosen), why + " (fits " + RangeText(r) + ")", {}});
 }
 
 // Segment alignment: the first segment starts at AlignUp(start, a) and each
@@ -190,8 +190,12 @@ void InferExtraction(const DelegateEvidence& del, InferredConfig& out) {
   out.config.extract_delegate_segments = del.any_segment || !del.any_inline_data;
   if (del.any_segment || del.any_inline_data) return;
   out.ambiguous.push_back(
-      {"extract_delegate_segments", 0, 0, "true",
-       del.any_delegate ? "every delegate payload is empty (kept inline either way)" : "no delegates"});
+      {"extract_delegate_segments",
+       0,
+       0,
+       "true",
+       del.any_delegate ? "every delegate payload is empty (kept inline either way)" : "no delegates",
+       {"true", "false"}});
 }
 
 // emit_stacktrace and emit_mutable_buffer_names, from what the program carries.
@@ -252,12 +256,15 @@ void InferTensorAndDelegateAlignment(const PteFile& pte, const Package& pkg, con
     const bool to_delegate = da.has(m.lo) && (!cta.has(m.lo) || (any_delegate && !cta_shown));
     (to_delegate ? d : c) = m.lo;
     if (da.has(m.lo) && cta.has(m.lo)) {
-      out.ambiguous.push_back(
-          {to_delegate ? "delegate_alignment" : "constant_tensor_alignment", 1, m.lo, std::to_string(m.lo),
-           "the header padding shows max(constant_tensor_alignment, delegate_alignment) = " + std::to_string(m.lo) +
-               "; nothing shows which (" +
-               (to_delegate ? "delegates and no constants: given to delegate_alignment)"
-                            : "given to constant_tensor_alignment)")});
+      out.ambiguous.push_back({to_delegate ? "delegate_alignment" : "constant_tensor_alignment",
+                               1,
+                               m.lo,
+                               std::to_string(m.lo),
+                               "the header padding shows max(constant_tensor_alignment, delegate_alignment) = " +
+                                   std::to_string(m.lo) + "; nothing shows which (" +
+                                   (to_delegate ? "delegates and no constants: given to delegate_alignment)"
+                                                : "given to constant_tensor_alignment)"),
+                               {}});
     }
     (to_delegate ? da : cta) = {m.lo, m.lo};
   } else if (m.fixed() && m.lo > 32) {
@@ -316,10 +323,14 @@ void InferProducer(const PteFile& pte, const FbObjects& objs, InferredConfig& ou
   }
   out.config.flatbuffer_order = legacy && !current ? FlatbufferOrder::kFlatcLegacy : FlatbufferOrder::kFlatc;
   if (legacy == current) {
-    out.ambiguous.push_back({"flatbuffer_order", 0, 0, FlatbufferOrderName(out.config.flatbuffer_order),
+    out.ambiguous.push_back({"flatbuffer_order",
+                             0,
+                             0,
+                             FlatbufferOrderName(out.config.flatbuffer_order),
                              sign == 0 ? "no table shows its field order"
                                        : "flatc and flatc-legacy write these bytes "
-                                         "the same (no padded empty vector)"});
+                                         "the same (no padded empty vector)",
+                             {"flatc", "flatc-legacy"}});
   }
 }
 
@@ -327,7 +338,7 @@ void InferProducer(const PteFile& pte, const FbObjects& objs, InferredConfig& ou
 // offsets (named blobs may be aligned more).
 void InferSegmentAlignment(const PteFile& pte, InferredConfig& out) {
   if (pte.segment_base_offset() == 0) {
-    out.ambiguous.push_back({"segment_alignment", 1, kMaxAlign, "128", "no segments"});
+    out.ambiguous.push_back({"segment_alignment", 1, kMaxAlign, "128", "no segment data", {}});
     return;
   }
   std::vector<bool> own(pte.segments().size(), false);
@@ -461,6 +472,39 @@ InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::ve
     if (newer.exact) out = std::move(newer);
   }
   return out;
+}
+
+bool SettingFit::Overlaps(const SettingFit& o) const {
+  if (hi != 0 || o.hi != 0) return std::max(lo, o.lo) <= std::min(hi, o.hi);
+  for (const auto& v : values) {
+    if (std::find(o.values.begin(), o.values.end(), v) != o.values.end()) return true;
+  }
+  return false;
+}
+
+std::string SettingFit::Text() const {
+  if (hi != 0) return lo == hi ? std::to_string(lo) : lo == 1 && hi == kMaxAlign ? "any" : RangeText({lo, hi});
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i) s += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
+  return s;
+}
+
+std::map<std::string, SettingFit> SettingFits(const InferredConfig& inf) {
+  const BackendConfig& c = inf.config;
+  std::map<std::string, SettingFit> fits;
+  auto one = [](uint64_t v) { return SettingFit{v, v, {}}; };
+  fits["segment_alignment"] = one(c.segment_alignment);
+  fits["constant_tensor_alignment"] = one(c.tensor_alignment());
+  fits["delegate_alignment"] = one(c.delegate_data_alignment());
+  fits["ptd_segment_alignment"] = one(c.ptd_segment_alignment);
+  fits["extract_delegate_segments"] = SettingFit{0, 0, {c.extract_delegate_segments ? "true" : "false"}};
+  fits["flatbuffer_order"] = SettingFit{0, 0, {FlatbufferOrderName(c.flatbuffer_order)}};
+  for (const Ambiguity& a : inf.ambiguous) {
+    auto it = fits.find(a.field);
+    if (it == fits.end()) continue;
+    it->second = a.hi != 0 ? SettingFit{a.lo, a.hi, {}} : SettingFit{0, 0, a.values};
+  }
+  return fits;
 }
 
 }  // namespace ptepack

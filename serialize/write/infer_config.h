@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,9 @@ struct Ambiguity {
   std::string field;  // ExecuTorch config field name ("delegate_alignment", ...)
   uint64_t lo = 0;    // range that fits (0, 0 for a non-numeric setting)
   uint64_t hi = 0;
-  std::string chosen;  // the value inferred
-  std::string why;     // what the file shows
+  std::string chosen;               // the value inferred
+  std::string why;                  // what the file shows
+  std::vector<std::string> values;  // a non-numeric setting: every value that fits
 };
 
 // The alignment each blob needs to land where it was (1: none beyond the
@@ -51,5 +53,21 @@ struct InferredConfig {
   const Ambiguity* Find(const std::string& field) const;
 };
 InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds = {});
+
+// What a file shows of one setting: the one value inferred, or, where it cannot tell, every
+// value that writes the same bytes (the powers of two in [lo, hi], or `values`). Two files
+// were possibly written with the same setting when their fits overlap (`diff` reports a
+// change only when they do not).
+struct SettingFit {
+  uint64_t lo = 0, hi = 0;          // a numeric setting (an alignment)
+  std::vector<std::string> values;  // otherwise
+  bool Overlaps(const SettingFit& o) const;
+  // "128", "2048..16384", "any" (every alignment), "true", "flatc or flatc-legacy".
+  std::string Text() const;
+};
+// The fits of the settings inference reads from a file: segment_alignment,
+// constant_tensor_alignment and delegate_alignment (their effective values: unset is 16),
+// ptd_segment_alignment, extract_delegate_segments, flatbuffer_order.
+std::map<std::string, SettingFit> SettingFits(const InferredConfig& inf);
 
 }  // namespace ptepack

@@ -324,6 +324,7 @@ void AssembleHead(fb::Encoded enc, const BackendConfig& cfg, PteLayout& out) {
   h.segment_base_offset = AlignUp(h.program_size, cfg.segment_alignment);
   h.segment_data_size = plan.data_size();
   std::vector<uint8_t> hb = EncodeExtendedHeader(h);
+  out.header_size = 8 + hb.size();
   hb.resize(padded, 0);
   out.head = InsertHeader(enc.data, hb);
   out.segment_base_offset = h.segment_base_offset;
@@ -825,7 +826,7 @@ WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std
   PtdPlan ptds;
   for (const auto& ef : l.external) ptds.emplace_back(dir + ef.tag + ".ptd", LayoutPtd(ef, cfg.ptd_segment_alignment));
   WriteResult r;
-  r.flatbuffer_size = l.flatbuffer_size;
+  r.flatbuffer_size = l.head.size() - l.header_size;  // README, "Sizes": program size - header
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
   // .ptd inputs beside the output: kept when unchanged, else not overwritten.

@@ -21,8 +21,9 @@
 namespace ptepack {
 
 struct PteLayout {
-  std::vector<uint8_t> head;  // root offset, id, eh00 header, flatbuffer
-  uint64_t flatbuffer_size = 0;
+  std::vector<uint8_t> head;         // root offset, id, eh00 header, flatbuffer
+  uint64_t flatbuffer_size = 0;      // as encoded: root offset and id included, eh00 not
+  uint64_t header_size = 8;          // root offset, id and the eh00 header (PteFile::header_size)
   uint64_t segment_base_offset = 0;  // 0 without segments
   SegmentPlan segments;
   std::vector<ExternalFile> external;  // .ptd files to write alongside
