@@ -209,7 +209,7 @@ function compare(got, dir, files, label) {
     same(got.methods, desc.methods.length, `${label}: methods`);
     same(got.tensors, desc.methods.reduce((s, m) => s + (m.stored_tensors || []).length, 0), `${label}: stored tensors`);
   }
-  const sz = spawnSync(cli, ['size', file, ...(file.endsWith('.bpte') ? [] : ptdArgs), '--json', '--top', '1000000000'], { cwd: dir, encoding: 'utf8' });
+  const sz = spawnSync(cli, ['size', file, ...(file.endsWith('.bpte') ? [] : ptdArgs), '--json', '--top', '1000000'], { cwd: dir, encoding: 'utf8' });
   if (file.endsWith('.bpte')) { comparePlan(got, dir, files, label); return; }
   if (sz.status === 0) {
     const j = JSON.parse(sz.stdout);
