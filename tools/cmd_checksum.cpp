@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "serialize/api/insight_api.h"
 #include "serialize/api/read_api.h"
 #include "serialize/bundle/bundle.h"
 #include "serialize/read/checksum.h"
@@ -43,35 +44,12 @@ void RegisterChecksum(CLI::App& app) {
   a.Run([o]() {
     o->files.insert(o->files.end(), o->ptds.begin(), o->ptds.end());
     o->ptds.clear();
-    std::vector<std::unique_ptr<PteFile>> ptes;
-    std::vector<std::unique_ptr<PtdFile>> ptds;
-    std::vector<const Report*> reports;
-    for (const auto& f : o->files) {
-      if (IsPtdFile(f)) {
-        ptds.push_back(PtdFile::Open(f));
-        reports.push_back(&ptds.back()->report());
-      } else {
-        ptes.push_back(PteFile::Open(f));
-        reports.push_back(&ptes.back()->report());
-      }
-    }
-    bool ok = true;
-    for (const Report* r : reports) ok = ok && r->ok();
-    IntegrityResult ir;
-    if (ok) {
-      std::vector<const PteFile*> pp;
-      std::vector<const PtdFile*> dp;
-      for (const auto& p : ptes) pp.push_back(p.get());
-      for (const auto& p : ptds) dp.push_back(p.get());
-      ir = RunIntegrity(pp, dp, o->io);
-      for (const auto& r : ir.reports) reports.push_back(&r);
-      ok = ir.ok();
-    }
+    const ChecksumRun run = RunChecksums(o->files, o->io);
+    const IntegrityResult& ir = run.ir;
+    const std::vector<const Report*>& reports = run.reports;
+    const bool ok = run.ok;
     if (o->json) {
-      nlohmann::json j = ManifestJson(ir.files);
-      j["valid"] = ok;
-      j["findings"] = FindingsJson(reports);
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      std::cout << ChecksumJson(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       for (const Report* r : reports) {
         for (const auto& f : r->findings()) std::cerr << f.ToString() << "\n";

@@ -54,33 +54,37 @@ nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& 
   return DiffJson(r);
 }
 
-nlohmann::json ChecksumJsonOf(const std::vector<std::string>& files, const IntegrityOptions& options) {
-  std::vector<std::unique_ptr<PteFile>> ptes;
-  std::vector<std::unique_ptr<PtdFile>> ptds;
-  std::vector<const Report*> reports;
+ChecksumRun RunChecksums(const std::vector<std::string>& files, const IntegrityOptions& options) {
+  ChecksumRun run;
   for (const auto& f : files) {
     if (IsPtdFile(f)) {
-      ptds.push_back(PtdFile::Open(f));
-      reports.push_back(&ptds.back()->report());
+      run.ptds.push_back(PtdFile::Open(f));
+      run.reports.push_back(&run.ptds.back()->report());
     } else {
-      ptes.push_back(PteFile::Open(f));
-      reports.push_back(&ptes.back()->report());
+      run.ptes.push_back(PteFile::Open(f));
+      run.reports.push_back(&run.ptes.back()->report());
     }
   }
-  bool ok = true;
-  for (const Report* r : reports) ok = ok && r->ok();
-  IntegrityResult ir;
-  if (ok) {
+  for (const Report* r : run.reports) run.ok = run.ok && r->ok();
+  if (run.ok) {
     std::vector<const PteFile*> pp;
-    for (const auto& p : ptes) pp.push_back(p.get());
-    ir = RunIntegrity(pp, Ptrs(ptds), options);
-    for (const auto& r : ir.reports) reports.push_back(&r);
-    ok = ir.ok();
+    for (const auto& p : run.ptes) pp.push_back(p.get());
+    run.ir = RunIntegrity(pp, Ptrs(run.ptds), options);
+    for (const auto& r : run.ir.reports) run.reports.push_back(&r);
+    run.ok = run.ir.ok();
   }
-  nlohmann::json j = ManifestJson(ir.files);
-  j["valid"] = ok;
-  j["findings"] = FindingsJson(reports);
+  return run;
+}
+
+nlohmann::json ChecksumJson(const ChecksumRun& run) {
+  nlohmann::json j = ManifestJson(run.ir.files);
+  j["valid"] = run.ok;
+  j["findings"] = FindingsJson(run.reports);
   return j;
+}
+
+nlohmann::json ChecksumJsonOf(const std::vector<std::string>& files, const IntegrityOptions& options) {
+  return ChecksumJson(RunChecksums(files, options));
 }
 
 }  // namespace ptepack

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "serialize/insight/size.h"
 #include "serialize/read/checksum.h"
+#include "serialize/read/ptd_reader.h"
+#include "serialize/read/pte_reader.h"
 
 namespace ptepack {
 
@@ -25,6 +28,20 @@ nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string
 // whether the content differs (the CLI's exit status 1).
 nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
                           const std::vector<std::string>& ptd_b, bool* different = nullptr);
+
+// `checksum FILE...`: every file read and verified (.ptd files recognised by
+// content), then, when all are valid, checksummed (and the manifest written
+// or compared, as `options` says). `reports` points into the files and `ir`.
+struct ChecksumRun {
+  std::vector<std::unique_ptr<PteFile>> ptes;
+  std::vector<std::unique_ptr<PtdFile>> ptds;
+  IntegrityResult ir;
+  std::vector<const Report*> reports;  // each file's, then the integrity check's
+  bool ok = true;
+};
+ChecksumRun RunChecksums(const std::vector<std::string>& files, const IntegrityOptions& options);
+// Its --json form: the manifest with "valid" and "findings".
+nlohmann::json ChecksumJson(const ChecksumRun& run);
 
 // `checksum FILE... [--write-manifest M | --manifest M] --json`: the manifest
 // form with "valid" and "findings" (.ptd files are recognised by content).
