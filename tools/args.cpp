@@ -49,12 +49,10 @@ void CheckInput(const std::string& path, InputKind kind, const std::string& comm
   if (kind == InputKind::kJudged) return;
   CheckInputFile(path);
   if (kind == InputKind::kProgram && bpte::IsBpteFile(path)) {
-    Finding f;
-    f.code = "bpte-input";
-    f.file = path;
-    f.message = "a BundledProgram (.bpte), not a program: `ptepack bpte extract-program " + path +
-                " -o P.pte` writes the program it wraps, for `ptepack " + command + " P.pte`";
-    throw Error(std::move(f));
+    throw Error("bpte-input",
+                "a BundledProgram (.bpte), not a program: `ptepack bpte extract-program " + path +
+                    " -o P.pte` writes the program it wraps, for `ptepack " + command + " P.pte`",
+                path);
   }
 }
 

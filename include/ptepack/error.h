@@ -30,6 +30,10 @@ class Error : public std::runtime_error {
  public:
   explicit Error(Finding f);
   Error(std::string code, std::string message);
+  // A located error: `message` about `file`, at `offset` when known, with what was expected
+  // and what was found (each may be empty), as Finding holds them.
+  Error(std::string code, std::string message, std::string file, std::optional<uint64_t> offset = std::nullopt,
+        std::string expected = {}, std::string found = {});
   const Finding& finding() const { return finding_; }
 
  private:
@@ -66,5 +70,10 @@ inline Error::Error(Finding f) : std::runtime_error(f.ToString()), finding_(std:
 
 inline Error::Error(std::string code, std::string message)
     : Error(Finding{Finding::Severity::kError, std::move(code), std::move(message), {}, {}, {}, {}}) {}
+
+inline Error::Error(std::string code, std::string message, std::string file, std::optional<uint64_t> offset,
+                    std::string expected, std::string found)
+    : Error(Finding{Finding::Severity::kError, std::move(code), std::move(message), std::move(file), offset,
+                    std::move(expected), std::move(found)}) {}
 
 }  // namespace ptepack

@@ -28,16 +28,11 @@ void RefuseNonPlanErrors(const PteFile& pte) {
 void RefuseUnderived(const PteFile& pte, const PlanReport& r) {
   for (const MethodPlan& m : r.methods) {
     if (m.not_checked.empty() || m.planned_tensors == 0) continue;
-    Finding f;
-    f.code = "plan-not-checked";
-    f.file = pte.name();
-    f.offset = m.file_offset;
-    f.message = "method \"" + m.name +
-                "\": its memory plan cannot be re-planned safely, because the lifetimes of its " +
-                std::to_string(m.planned_tensors) + " planned tensors could not be derived: " + m.not_checked;
-    f.expected = "lifetimes derived from the program";
-    f.found = "not derived";
-    throw Error(f);
+    throw Error("plan-not-checked",
+                "method \"" + m.name +
+                    "\": its memory plan cannot be re-planned safely, because the lifetimes of its " +
+                    std::to_string(m.planned_tensors) + " planned tensors could not be derived: " + m.not_checked,
+                pte.name(), m.file_offset, "lifetimes derived from the program", "not derived");
   }
 }
 

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void Fail(const std::string& code, const std::string& message, const std::string& file) {
-  throw Error(Finding{Finding::Severity::kError, code, message, file, {}, {}, {}});
+  throw Error(code, message, file);
 }
 
 // Removes a temporary directory on every error path.

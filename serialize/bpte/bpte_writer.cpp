@@ -166,10 +166,9 @@ std::vector<std::pair<std::string, Bytes>> TestsToFiles(const BundledProgramData
   for (size_t s = 0; s < data.suites.size(); ++s) {
     const MethodTestSuite& suite = data.suites[s];
     if (!IsValidUtf8(suite.method_name.data(), suite.method_name.size())) {
-      throw Error(
-          Finding{Finding::Severity::kError, "bpte-method-name-utf8",
+      throw Error("bpte-method-name-utf8",
                   "test suite " + std::to_string(s) + "'s method name is not valid UTF-8 (tests.json holds text)",
-                  source, suite.offset, "UTF-8 text", "other bytes"});
+                  source, suite.offset, "UTF-8 text", "other bytes");
     }
     nlohmann::ordered_json js{{"method_name", suite.method_name}, {"test_cases", nlohmann::ordered_json::array()}};
     for (size_t c = 0; c < suite.test_cases.size(); ++c) {

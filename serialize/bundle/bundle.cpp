@@ -28,11 +28,7 @@ constexpr size_t kInBlock = 1 << 20;
 constexpr int kLongWindowLog = 27;  // 128 MiB: also the most a reader accepts
 
 [[noreturn]] void Fail(const std::string& code, const std::string& file, const std::string& msg) {
-  Finding f;
-  f.code = code;
-  f.file = file;
-  f.message = msg;
-  throw Error(std::move(f));
+  throw Error(code, msg, file);
 }
 
 struct Fd {

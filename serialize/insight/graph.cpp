@@ -320,11 +320,7 @@ std::vector<GraphMethod> BuildGraph(const PteFile& pte, const GraphOptions& opti
     }
   }
   if (!found) {
-    Finding f;
-    f.code = "no-such-method";
-    f.file = pte.name();
-    f.message = "no method \"" + options.method + "\" (methods: " + names + ")";
-    throw Error(std::move(f));
+    throw Error("no-such-method", "no method \"" + options.method + "\" (methods: " + names + ")", pte.name());
   }
   return out;
 }

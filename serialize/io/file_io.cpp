@@ -34,20 +34,12 @@ std::atomic<uint64_t> g_fail_after{UINT64_MAX};
 std::atomic<bool> g_kernel_copy{true};
 
 [[noreturn]] void ThrowErrno(const std::string& code, const std::string& what, const std::string& path) {
-  Finding f;
-  f.code = code;
-  f.file = path;
-  f.message = what + ": " + std::strerror(errno);
-  throw Error(std::move(f));
+  throw Error(code, what + ": " + std::strerror(errno), path);
 }
 
 // A mapped source file got shorter while we copied from it.
 [[noreturn]] void ThrowSourceEnded(const std::string& path) {
-  Finding f;
-  f.code = "input-changed";
-  f.file = path;
-  f.message = "a source file ended early (was it truncated while writing?)";
-  throw Error(std::move(f));
+  throw Error("input-changed", "a source file ended early (was it truncated while writing?)", path);
 }
 
 // ---- Interrupts: temp files registered for the signal handler.
@@ -99,11 +91,7 @@ extern "C" void OnInterrupt(int sig) {
 }
 
 [[noreturn]] void ThrowErrorAt(const std::string& code, const std::string& path, const std::string& message) {
-  Finding f;
-  f.code = code;
-  f.file = path;
-  f.message = message;
-  throw Error(std::move(f));
+  throw Error(code, message, path);
 }
 
 }  // namespace
@@ -433,13 +421,10 @@ void MappedReader::Read(const Bytes& b, uint64_t from, size_t n, uint8_t* out) {
     const ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(off + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      Finding f;
-      f.code = "read-failed";
-      f.file = b.mapping->path();
-      f.offset = off + got;
-      f.message = r < 0 ? std::string("cannot read input: ") + std::strerror(errno)
-                        : std::string("input ended early (was it truncated?)");
-      throw Error(std::move(f));
+      throw Error("read-failed",
+                  r < 0 ? std::string("cannot read input: ") + std::strerror(errno)
+                        : std::string("input ended early (was it truncated?)"),
+                  b.mapping->path(), off + got);
     }
     got += static_cast<size_t>(r);
   }

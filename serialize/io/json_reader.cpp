@@ -145,14 +145,7 @@ uint64_t Locate(const std::string& t, const std::vector<Step>& path) {
 
 [[noreturn]] void Throw(const JsonDocument& doc, std::optional<uint64_t> offset, const std::string& message,
                         const std::string& expected = {}, const std::string& found = {}) {
-  Finding f;
-  f.code = doc.code();
-  f.file = doc.file();
-  f.offset = offset;
-  f.message = message;
-  f.expected = expected;
-  f.found = found;
-  throw Error(std::move(f));
+  throw Error(doc.code(), message, doc.file(), offset, expected, found);
 }
 
 const char* KindOf(const nlohmann::json& j) {

@@ -86,12 +86,10 @@ void WriteManifest(const std::string& path, const std::vector<FileSums>& files) 
   for (const auto& f : files) {
     auto [it, fresh] = names.emplace(BaseName(f.path), f.path);
     if (!fresh) {
-      Finding e;
-      e.code = "manifest-name-clash";
-      e.file = path;
-      e.message = "two files named \"" + it->first + "\" (" + it->second + " and " + f.path +
-                  "); a manifest names files by base name: write one manifest per directory";
-      throw Error(std::move(e));
+      throw Error("manifest-name-clash",
+                  "two files named \"" + it->first + "\" (" + it->second + " and " + f.path +
+                      "); a manifest names files by base name: write one manifest per directory",
+                  path);
     }
   }
   std::string text = ManifestJson(files).dump(2) + "\n";
