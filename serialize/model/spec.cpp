@@ -23,13 +23,7 @@ namespace ptepack {
 
 namespace {
 
-[[noreturn]] void BadSpec(const std::string& where, const std::string& msg) {
-  Finding f;
-  f.code = "bad-spec";
-  f.file = where;
-  f.message = msg;
-  throw Error(std::move(f));
-}
+[[noreturn]] void BadSpec(const std::string& where, const std::string& msg) { throw Error("bad-spec", msg, where); }
 
 // Each data file is mapped once, however many blobs it holds.
 std::shared_ptr<MappedFile> MapOnce(const std::string& path) {
@@ -119,48 +113,36 @@ std::shared_ptr<fb::Table> ProgramFromJson(const JsonField& program, const std::
 std::optional<std::pair<size_t, size_t>> ProgramSpan(const std::string& text) {
   std::optional<std::pair<size_t, size_t>> span;
   size_t depth = 0;
-  bool in_string = false;
-  size_t string_start = 0;
   bool want_value = false;  // just saw the top-level key "program" and its colon
   bool after_program_key = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 1 && text.compare(string_start, i + 1 - string_start, "\"program\"") == 0) {
-          if (span) return std::nullopt;  // a second "program": nlohmann keeps the last one
-          after_program_key = true;
-        }
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+  bool unusual = false;
+  ScanJsonTokens(text, [&](size_t at, size_t end) {
+    const char c = text[at];
     if (after_program_key) {
       after_program_key = false;
-      if (c != ':') return std::nullopt;
-      want_value = true;
-      continue;
+      want_value = c == ':';
+      return !(unusual = !want_value);
     }
     if (want_value) {
       want_value = false;
-      if (c != '{') return std::nullopt;
-      span = std::make_pair(i, size_t{0});
+      if (c != '{') return !(unusual = true);
+      span = std::make_pair(at, size_t{0});
     }
     if (c == '"') {
-      in_string = true;
-      string_start = i;
+      if (depth == 1 && text.compare(at, end - at, "\"program\"") == 0) {
+        if (span) return !(unusual = true);  // a second "program": nlohmann keeps the last one
+        after_program_key = true;
+      }
     } else if (c == '{' || c == '[') {
       ++depth;
     } else if (c == '}' || c == ']') {
-      if (depth == 0) return std::nullopt;
+      if (depth == 0) return !(unusual = true);
       --depth;
-      if (depth == 1 && span && span->second == 0 && c == '}') span->second = i + 1;
+      if (depth == 1 && span && span->second == 0 && c == '}') span->second = at + 1;
     }
-  }
-  if (!span || span->second == 0) return std::nullopt;
+    return true;
+  });
+  if (unusual || !span || span->second == 0) return std::nullopt;
   return span;
 }
 
@@ -271,21 +253,19 @@ uint64_t ProgramKeyOffset(const std::string& text, const std::string& key) {
   const std::string quoted = "\"" + key + "\"";
   size_t depth = 0;
   bool in_program = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
+  uint64_t found = 0;
+  ScanJsonTokens(text, [&](size_t at, size_t end) {
+    const char c = text[at];
     if (c == '"') {
-      size_t j = i + 1;
-      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
-      if (depth == 1) in_program = text.compare(i, j + 1 - i, "\"program\"") == 0;
-      if (depth == 2 && in_program && text.compare(i, j + 1 - i, quoted) == 0) return i;
-      i = j;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
+      if (depth == 1) in_program = text.compare(at, end - at, "\"program\"") == 0;
+      if (depth == 2 && in_program && text.compare(at, end - at, quoted) == 0) found = at;
+      return found == 0;
     }
-  }
-  return 0;
+    if (c == '{' || c == '[') ++depth;
+    if ((c == '}' || c == ']') && depth > 0) --depth;
+    return true;
+  });
+  return found;
 }
 
 // A spec's program is the package form: its segments and constant segment
@@ -305,16 +285,11 @@ void RejectLaidOut(const prog::Program<>& p, const std::string& text, const std:
             " constant offsets";
   }
   if (!field) return;
-  Finding f;
-  f.code = "bad-spec";
-  f.file = base;
-  f.offset = ProgramKeyOffset(text, field);
-  f.message = std::string("program.") + field +
-              " is already laid out (pack places segments itself); this looks like extract's program.json: "
-              "use the spec.json beside it";
-  f.expected = std::string("no ") + field;
-  f.found = found;
-  throw Error(std::move(f));
+  throw Error("bad-spec",
+              std::string("program.") + field +
+                  " is already laid out (pack places segments itself); this looks like extract's program.json: "
+                  "use the spec.json beside it",
+              base, ProgramKeyOffset(text, field), std::string("no ") + field, found);
 }
 
 }  // namespace
