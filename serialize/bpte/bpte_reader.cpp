@@ -286,7 +286,7 @@ void BpteFile::CheckValue(const TestValue& v, const std::string& where, int valu
   }
   if (v.kind != ValueKind::kTensor) return;
   const TensorValue& t = v.tensor;
-  if (RuntimeElementSize(t.scalar_type) == 0) {
+  if (ElementSize(static_cast<ScalarType>(t.scalar_type)) == 0) {
     report_.Error("bpte-tensor-dtype", where + ": tensor element type the runtime does not know", v.offset,
                   "a ScalarType the runtime supports", DtypeName(t.scalar_type));
     return;
@@ -310,7 +310,7 @@ void BpteFile::CheckValue(const TestValue& v, const std::string& where, int valu
     report_.Error("bpte-tensor-dim-order", where + ": dim_order is not a permutation of the dimensions", v.offset,
                   "a permutation of 0.." + std::to_string(static_cast<int>(t.sizes.size()) - 1), ShapeText(got));
   }
-  auto nbytes = RuntimeNbytes(t.sizes.data(), t.sizes.size(), t.scalar_type);
+  auto nbytes = TensorNbytes(static_cast<ScalarType>(t.scalar_type), t.sizes.data(), t.sizes.size());
   if (!nbytes) {
     report_.Error("bpte-tensor-sizes", where + ": tensor sizes are negative or overflow", v.offset,
                   "non-negative sizes", ShapeText(t.sizes));

@@ -37,38 +37,64 @@ std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& fb, const std::vec
   return out;
 }
 
-size_t ScalarTypeSize(int t) {
+size_t ElementSize(ScalarType t) {
+  // The values program.fbs does not name (ExecuTorch's ET_FORALL_SCALAR_TYPES numbering).
+  constexpr int kComplexHalf = 8, kComplexFloat = 9, kComplexDouble = 10, kBits1x8 = 18, kBits8 = 21;
+  const int v = static_cast<int>(t);
+  if (v == kComplexHalf) return 4;
+  if (v == kComplexFloat) return 8;
+  if (v == kComplexDouble) return 16;
+  if (v >= kBits1x8 && v <= kBits8) return 1;  // Bits1x8, Bits2x4, Bits4x2, Bits8
   switch (t) {
-    case 0:
-    case 1:
-    case 11:
-    case 12:
-    case 13:
-    case 16:
-    case 17:
-    case 23:
-    case 24:
-    case 25:
-    case 26:
+    case ScalarType::kByte:
+    case ScalarType::kChar:
+    case ScalarType::kBool:
+    case ScalarType::kQInt8:
+    case ScalarType::kQUInt8:
+    case ScalarType::kQUInt4x2:
+    case ScalarType::kQUInt2x4:
+    case ScalarType::kFloat8_e5m2:
+    case ScalarType::kFloat8_e4m3fn:
+    case ScalarType::kFloat8_e5m2fnuz:
+    case ScalarType::kFloat8_e4m3fnuz:
       return 1;
-    case 2:
-    case 5:
-    case 15:
-    case 22:
-    case 27:
+    case ScalarType::kShort:
+    case ScalarType::kHalf:
+    case ScalarType::kBFloat16:
+    case ScalarType::kBits16:
+    case ScalarType::kUInt16:
       return 2;
-    case 3:
-    case 6:
-    case 14:
-    case 28:
+    case ScalarType::kInt:
+    case ScalarType::kFloat:
+    case ScalarType::kQInt32:
+    case ScalarType::kUInt32:
       return 4;
-    case 4:
-    case 7:
-    case 29:
+    case ScalarType::kLong:
+    case ScalarType::kDouble:
+    case ScalarType::kUInt64:
       return 8;
-    default:
-      return 0;
   }
+  return 0;
+}
+
+std::optional<uint64_t> TensorNbytes(ScalarType t, const void* sizes, size_t rank) {
+  const size_t es = ElementSize(t);
+  if (es == 0) return std::nullopt;
+  const auto* p = static_cast<const uint8_t*>(sizes);
+  int64_t numel = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    const auto d = static_cast<int32_t>(LoadU32(p + 4 * i));
+    if (d < 0) return std::nullopt;
+    if (__builtin_mul_overflow(numel, static_cast<int64_t>(d), &numel)) return std::nullopt;
+  }
+  uint64_t n = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(es), &n)) return std::nullopt;
+  return n;
+}
+
+size_t ScalarTypeSize(int t) {
+  const bool named = t >= 0 && t < 30 && !(t >= 8 && t <= 10) && !(t >= 18 && t <= 21);
+  return named ? ElementSize(static_cast<ScalarType>(t)) : 0;
 }
 
 const char* ScalarTypeName(int t) {

@@ -18,6 +18,8 @@
 #include <optional>
 #include <vector>
 
+#include "ptepack/scalar_type.h"
+
 namespace ptepack {
 
 inline constexpr char kProgramId[] = "ET12";
@@ -69,7 +71,22 @@ std::vector<uint8_t> EncodeFlatTensorHeader(const FlatTensorHeader& h);
 // flatbuffer and fixes up the root offset.
 std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& flatbuffer, const std::vector<uint8_t>& header);
 
-// Element size in bytes of an executorch ScalarType value, 0 if unknown.
+// Bytes per element of `t` as ExecuTorch's runtime counts them (elementSize in
+// runtime/core/exec_aten/util/scalar_type_util.h): every ScalarType below
+// Undefined (30), the complex and bits types program.fbs does not name
+// included; 0 for any other value (the runtime rejects it).
+size_t ElementSize(ScalarType t);
+// Bytes of a tensor of type `t` whose `rank` dimensions are the little-endian
+// int32 values at `sizes` (as a flatbuffer stores them), computed as the
+// runtime does: the element count in a signed 64-bit integer, given up at the
+// first overflow even if a later dimension is 0, then times the element size
+// in 64 unsigned bits. nullopt for a type the runtime rejects, a negative
+// dimension or an overflow. The one tensor size of the library: the reader,
+// the program tree (prog::TensorNbytes), the builder, placement and restore
+// all come here.
+std::optional<uint64_t> TensorNbytes(ScalarType t, const void* sizes, size_t rank);
+// Element size of a ScalarType program.fbs names (ElementSize without the
+// complex and bits types), 0 otherwise: what a program we build may use.
 size_t ScalarTypeSize(int scalar_type);
 const char* ScalarTypeName(int scalar_type);
 

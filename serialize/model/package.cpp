@@ -9,18 +9,6 @@
 
 namespace ptepack {
 
-uint64_t ShapeNbytes(int scalar_type, const Bytes& sizes) {
-  size_t es = ScalarTypeSize(scalar_type);
-  if (es == 0) return 0;
-  uint64_t n = es;
-  for (size_t i = 0; i + 4 <= sizes.size; i += 4) {
-    int32_t d = static_cast<int32_t>(LoadU32(sizes.data + i));
-    if (d < 0 || (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))) return 0;
-    n *= static_cast<uint64_t>(d);
-  }
-  return n;
-}
-
 namespace prog {
 
 const fb::Schema& S() { return fb::ProgramSchema(); }
@@ -70,9 +58,10 @@ void ForEachTensorCow(fb::Table& program,
   }
 }
 
-uint64_t TensorNbytes(const fb::Table& t) {
+std::optional<uint64_t> TensorNbytes(const fb::Table& t) {
   Tensor tensor{t};
-  return ShapeNbytes(static_cast<int>(tensor.get_scalar_type()), tensor.sizes().scalars());
+  const Bytes& sizes = tensor.sizes().scalars();
+  return ptepack::TensorNbytes(static_cast<ptepack::ScalarType>(tensor.get_scalar_type()), sizes.data, sizes.size / 4);
 }
 
 bool IsExternal(const fb::Table& tensor) {
@@ -85,17 +74,18 @@ bool IsPlanned(const fb::Table& tensor) { return Tensor{tensor}.allocation_info(
 
 }  // namespace prog
 
-uint64_t LayoutNbytes(const fb::Table& tl) {
+std::optional<uint64_t> LayoutNbytes(const fb::Table& tl) {
   ptd::TensorLayout layout{tl};
-  return ShapeNbytes(static_cast<int>(layout.get_scalar_type()), layout.sizes().scalars());
+  const Bytes& sizes = layout.sizes().scalars();
+  return TensorNbytes(static_cast<ScalarType>(layout.get_scalar_type()), sizes.data, sizes.size / 4);
 }
 
 void UpgradeLegacy(ExternalFile& file) {
   file.legacy = false;
   for (auto& e : file.entries) {
     if (e.legacy_tensor && e.tensor_layout) {
-      uint64_t n = LayoutNbytes(*e.tensor_layout);
-      if (n > 0 && n <= e.data.size) e.data = e.data.Sub(0, n);
+      const std::optional<uint64_t> n = LayoutNbytes(*e.tensor_layout);
+      if (n && *n > 0 && *n <= e.data.size) e.data = e.data.Sub(0, *n);
     }
     e.legacy_tensor = false;
   }

@@ -26,12 +26,9 @@ namespace ptepack {
 // padding up to the next tensor).
 void UpgradeLegacy(ExternalFile& file);
 
-// Bytes of a tensor of this type and int32 shape (raw little-endian), 0 if
-// unknown or overflowing.
-uint64_t ShapeNbytes(int scalar_type, const Bytes& sizes);
-
-// Bytes of a flat_tensor_flatbuffer.TensorLayout, 0 if unknown.
-uint64_t LayoutNbytes(const fb::Table& tensor_layout);
+// Bytes of a flat_tensor_flatbuffer.TensorLayout (TensorNbytes of
+// serialize/format/pte_format.h), nullopt if unknown or overflowing.
+std::optional<uint64_t> LayoutNbytes(const fb::Table& tensor_layout);
 
 // Helpers on the program tree used by layout code. Typed views of its
 // tables (prog::Tensor{table}.sizes() ...) are generated from the schema
@@ -53,7 +50,8 @@ using OwnTensorFn = std::function<fb::Table&()>;
 void ForEachTensorCow(fb::Table& program,
                       const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
                                                const OwnTensorFn& own)>& fn);
-uint64_t TensorNbytes(const fb::Table& tensor);  // 0 if unknown
+// TensorNbytes (serialize/format/pte_format.h) of a Tensor table's type and shape.
+std::optional<uint64_t> TensorNbytes(const fb::Table& tensor);
 // The tensor's data is in a .ptd file (ExtraTensorInfo.location EXTERNAL).
 bool IsExternal(const fb::Table& tensor);
 // The tensor is memory planned (has allocation_info).

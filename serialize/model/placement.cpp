@@ -179,7 +179,7 @@ class ExternalMover {
     info.name = eti.table() ? ExtraTensorInfo{*eti.table()}.get_fully_qualified_name() : "";
     info.scalar_type = static_cast<ScalarType>(tensor.get_scalar_type());
     info.sizes = tensor.get_sizes();
-    info.nbytes = TensorNbytes(t);
+    info.nbytes = TensorNbytes(t).value_or(0);
     info.mutable_weight = is_mutable;
     return info;
   }

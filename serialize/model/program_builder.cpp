@@ -157,10 +157,11 @@ int32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) {
 int32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name) {
   if (spec.planned) throw Error("bad-program", "a constant tensor is not memory planned");
   auto t = TensorTable(spec);
-  uint64_t nbytes = TensorNbytes(*t);
+  const std::optional<uint64_t> nbytes = TensorNbytes(*t);
   if (nbytes != data.size) {
     throw Error("bad-program", "constant \"" + name + "\" has " + std::to_string(data.size) +
-                                   " bytes but its shape needs " + std::to_string(nbytes));
+                                   " bytes but its shape needs " +
+                                   (nbytes ? std::to_string(*nbytes) : "more than the runtime can count"));
   }
   prog::Tensor{*t}.set_data_buffer_idx(owner_->AddConstant(std::move(data)));
   int32_t vi = s_->AddValue(KernelTypes::Tensor, t);

@@ -53,7 +53,7 @@ bool CheckValueSlot(const Where& w, const efb::EValue& ev, const std::string& vn
 // program_validation). Returns false when the tensor's size cannot be known.
 bool CheckTensorShape(const Where& w, const efb::Tensor& t, const std::string& tn) {
   int st = static_cast<int>(t.scalar_type());
-  if (RuntimeElementSize(st) == 0) {
+  if (ElementSize(static_cast<ScalarType>(st)) == 0) {
     w.r.Error("bad-enum", tn + " has an unknown scalar type", w.at(&t), "a known ScalarType", std::to_string(st));
     return false;
   }
@@ -685,7 +685,7 @@ void ProgramChecker::CheckConstantData(const efb::Tensor& t, const std::string& 
              "< " + std::to_string(n_const), std::to_string(dbi));
     return;
   }
-  const size_t es = RuntimeElementSize(static_cast<int>(t.scalar_type()));
+  const size_t es = ElementSize(static_cast<ScalarType>(t.scalar_type()));
   if (n_const_offsets_ > 0 && cseg_usable_) {
     uint64_t o = p_.constant_segment()->offsets()->Get(dbi);
     if (cseg_size_ == 0) {

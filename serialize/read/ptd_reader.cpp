@@ -48,36 +48,6 @@ void CheckTensorLayout(Report& r, const std::string& name, const ftb::TensorLayo
 
 }  // namespace
 
-std::unique_ptr<PtdFile> PtdFile::Open(const std::string& path, const ReadOptions& opts) {
-  auto m = MappedFile::Open(path);
-  return FromBytes(m->All(), path, opts);
-}
-
-std::unique_ptr<PtdFile> PtdFile::FromBytes(Bytes data, std::string name, const ReadOptions& opts) {
-  const uint64_t size = data.size;
-  return FromLeadingBytes(std::move(data), size, std::move(name), opts);
-}
-
-std::unique_ptr<PtdFile> PtdFile::FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
-                                                   const ReadOptions& opts) {
-  CheckLeadingBytes(head, file_size, name);
-  std::unique_ptr<PtdFile> f(new PtdFile());
-  f->name_ = name;
-  f->file_ = std::move(head);
-  f->file_size_ = file_size;
-  f->report_ = Report(std::move(name));
-  f->Parse(opts);
-  return f;
-}
-
-Bytes PtdFile::SegmentData(size_t i) const {
-  if (i >= segments_.size() || !segments_[i].in_file) {
-    throw Error("segment-out-of-range", name_ + ": segment " + std::to_string(i) + " is not in the file");
-  }
-  if (segments_[i].file_offset + segments_[i].size > file_.size) throw NotLoaded(name_, i, file_.size);
-  return file_.Sub(segments_[i].file_offset, segments_[i].size);
-}
-
 Bytes PtdFile::EntryData(const PtdEntry& e) const {
   if (!e.valid) throw Error("segment-out-of-range", name_ + ": entry \"" + e.key.str() + "\" is not in the file");
   return SegmentData(e.segment_index).Sub(e.offset, e.size);
@@ -404,25 +374,19 @@ void PtdFile::CheckEntries() {
     uint64_t seg_size = segments_[e.segment_index].size;
     uint64_t need = 0;
     if (e.has_layout) {
-      size_t es = RuntimeElementSize(e.scalar_type);
-      if (es == 0) {
+      const auto st = static_cast<ScalarType>(e.scalar_type);
+      if (ElementSize(st) == 0) {
         report_.Error("bad-enum", name + " has an unknown scalar type", e.table_offset, "a known ScalarType",
                       std::to_string(e.scalar_type));
         continue;
       }
-      uint64_t n = es;
-      bool bad = false;
-      for (int32_t dim : e.sizes) {
-        if (dim < 0 || (dim != 0 && n > UINT64_MAX / static_cast<uint64_t>(dim)))
-          bad = true;
-        else
-          n *= static_cast<uint64_t>(dim);
-      }
-      if (bad) {
+      const std::vector<int32_t> dims = e.sizes.vec();
+      const std::optional<uint64_t> n = TensorNbytes(st, dims.data(), dims.size());
+      if (!n) {
         report_.Error("bad-shape", name + " has a negative or overflowing shape", e.table_offset);
         continue;
       }
-      need = n;
+      need = *n;
     }
     if (e.legacy_tensor) e.size = need;
     if (e.offset > seg_size || need > seg_size - e.offset || e.size > seg_size - e.offset) {

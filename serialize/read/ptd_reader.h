@@ -109,18 +109,10 @@ struct PtdEntry {
   bool valid = false;          // lies inside the file
 };
 
-class PtdFile {
+// Open, FromBytes, FromLeadingBytes, report(), name(), file(), segments() and
+// SegmentData() are CheckedFile's (serialize/read/checked_file.h).
+class PtdFile : public CheckedFile<PtdFile> {
  public:
-  static std::unique_ptr<PtdFile> Open(const std::string& path, const ReadOptions& opts = {});
-  static std::unique_ptr<PtdFile> FromBytes(Bytes data, std::string name, const ReadOptions& opts = {});
-  // From the leading bytes LeadingBytesNeeded asks for (headers and
-  // flatbuffer) and the total size; see PteFile::FromLeadingBytes.
-  static std::unique_ptr<PtdFile> FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
-                                                   const ReadOptions& opts = {});
-
-  const Report& report() const { return report_; }
-  bool ok() const { return report_.ok(); }
-  const std::string& name() const { return name_; }
   const flat_tensor_flatbuffer::FlatTensor* flat_tensor() const { return ft_; }
   // Files written before June 2025 use the legacy FlatTensor layout.
   bool legacy() const { return legacy_ != nullptr; }
@@ -129,17 +121,13 @@ class PtdFile {
   const std::vector<PtdEntry>& entries() const { return entries_; }
   Bytes EntryData(const PtdEntry& e) const;
   const FlatTensorHeader& header() const { return header_; }
-  // The bytes in memory: the whole file, or its leading bytes (FromLeadingBytes).
-  const Bytes& file() const { return file_; }
-  uint64_t file_size() const { return file_size_; }
-  const std::vector<SegmentSpan>& segments() const { return segments_; }
-  Bytes SegmentData(size_t i) const;
   // Data for a key, or nullopt.
   std::optional<Bytes> Find(std::string_view key) const;
   // True if a valid entry has this key (its data need not be in memory).
   bool Has(std::string_view key) const;
 
  private:
+  friend class CheckedFile<PtdFile>;
   PtdFile() = default;
   void Parse(const ReadOptions& opts);
   bool ParseHeader();
@@ -152,12 +140,7 @@ class PtdFile {
   std::vector<bool> LaterDuplicates() const;
   void SetLegacyExtents();
 
-  std::string name_;
-  Bytes file_;
-  uint64_t file_size_ = 0;
-  Report report_;
   FlatTensorHeader header_;
-  std::vector<SegmentSpan> segments_;
   const flat_tensor_flatbuffer::FlatTensor* ft_ = nullptr;
   const flat_tensor_legacy_flatbuffer::FlatTensor* legacy_ = nullptr;
   std::vector<PtdEntry> entries_;

@@ -52,75 +52,10 @@ bool IsValidUtf8(const char* s, size_t n) {
   return true;
 }
 
-size_t RuntimeElementSize(int scalar_type) {
-  // ExecuTorch's runtime accepts every ScalarType below Undefined (30),
-  // including the complex and bits types program.fbs does not name.
-  switch (scalar_type) {
-    case 8:  // ComplexHalf
-      return 4;
-    case 9:  // ComplexFloat
-      return 8;
-    case 10:  // ComplexDouble
-      return 16;
-    case 18:  // Bits1x8
-    case 19:  // Bits2x4
-    case 20:  // Bits4x2
-    case 21:  // Bits8
-      return 1;
-    default:
-      return ScalarTypeSize(scalar_type);
-  }
-}
-
-std::optional<uint64_t> RuntimeNbytes(const int32_t* sizes, size_t rank, int scalar_type) {
-  size_t es = RuntimeElementSize(scalar_type);
-  if (es == 0) return std::nullopt;
-  // The runtime counts elements in a signed 64-bit integer and gives up at the
-  // first overflow, even if a later dimension is 0; then multiplies by the
-  // element size in 64 unsigned bits.
-  int64_t numel = 1;
-  for (size_t i = 0; i < rank; ++i) {
-    if (sizes[i] < 0) return std::nullopt;
-    if (__builtin_mul_overflow(numel, static_cast<int64_t>(sizes[i]), &numel)) return std::nullopt;
-  }
-  uint64_t n = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(es), &n)) return std::nullopt;
-  return n;
-}
-
 std::optional<uint64_t> TensorNbytes(const efb::Tensor& t) {
-  if (t.sizes() == nullptr) return RuntimeNbytes(nullptr, 0, static_cast<int>(t.scalar_type()));
-  return RuntimeNbytes(t.sizes()->data(), t.sizes()->size(), static_cast<int>(t.scalar_type()));
-}
-
-std::unique_ptr<PteFile> PteFile::Open(const std::string& path, const ReadOptions& opts) {
-  auto m = MappedFile::Open(path);
-  return FromBytes(m->All(), path, opts);
-}
-
-std::unique_ptr<PteFile> PteFile::FromBytes(Bytes data, std::string name, const ReadOptions& opts) {
-  const uint64_t size = data.size;
-  return FromLeadingBytes(std::move(data), size, std::move(name), opts);
-}
-
-std::unique_ptr<PteFile> PteFile::FromLeadingBytes(Bytes head, uint64_t file_size, std::string name,
-                                                   const ReadOptions& opts) {
-  CheckLeadingBytes(head, file_size, name);
-  std::unique_ptr<PteFile> f(new PteFile());
-  f->name_ = name;
-  f->file_ = std::move(head);
-  f->file_size_ = file_size;
-  f->report_ = Report(std::move(name));
-  f->Parse(opts);
-  return f;
-}
-
-Bytes PteFile::SegmentData(size_t i) const {
-  if (i >= segments_.size() || !segments_[i].in_file) {
-    throw Error("segment-out-of-range", name_ + ": segment " + std::to_string(i) + " is not in the file");
-  }
-  if (segments_[i].file_offset + segments_[i].size > file_.size) throw NotLoaded(name_, i, file_.size);
-  return file_.Sub(segments_[i].file_offset, segments_[i].size);
+  const auto* sizes = t.sizes();
+  return TensorNbytes(static_cast<ScalarType>(t.scalar_type()), sizes ? sizes->data() : nullptr,
+                      sizes ? sizes->size() : 0);
 }
 
 namespace {

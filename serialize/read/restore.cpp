@@ -79,7 +79,7 @@ std::map<uint64_t, uint64_t> ConstantSizes(fb::Table& p) {
   ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
     uint64_t idx = Tensor{t}.get_data_buffer_idx();
     if (idx == 0 || IsExternal(t) || IsPlanned(t)) return;  // not in the constant segment
-    need[idx] = std::max(need[idx], TensorNbytes(t));
+    need[idx] = std::max(need[idx], TensorNbytes(t).value_or(0));
   });
   return need;
 }
