@@ -23,8 +23,7 @@ std::unique_ptr<bpte::BpteFile> OpenReadable(const std::string& in) {
   auto f = bpte::BpteFile::Open(in);
   if (!f->decoded() || f->content().program.size == 0) {
     f->report().ThrowIfError();
-    throw Error(
-        Finding{Finding::Severity::kError, "bpte-invalid", "the BundledProgram holds no program", in, {}, {}, {}});
+    throw Error("bpte-invalid", "the BundledProgram holds no program", in);
   }
   return f;
 }
@@ -49,13 +48,7 @@ void RegisterExtractProgram(CLI::App* bpte) {
         e.message += " (the wrapped program is invalid; --force writes it anyway)";
         throw Error(std::move(e));
       }
-      throw Error(Finding{Finding::Severity::kError,
-                          "bpte-invalid",
-                          "the wrapped program is invalid; --force writes it anyway",
-                          o->in,
-                          {},
-                          {},
-                          {}});
+      throw Error("bpte-invalid", "the wrapped program is invalid; --force writes it anyway", o->in);
     }
     bpte::WriteOutputFile(o->out, f->content().program, {o->in});
     if (!o->quiet) {
@@ -134,13 +127,7 @@ void RegisterBuild(CLI::App* bpte) {
     auto check = bpte::BpteFile::FromBytes(Bytes::View(bytes.data(), bytes.size()), o->out);
     if (!check->ok()) {
       PrintFindings(check->report());
-      throw Error(Finding{Finding::Severity::kError,
-                          "output-invalid",
-                          "the BundledProgram would not be valid (see above); nothing written",
-                          o->out,
-                          {},
-                          {},
-                          {}});
+      throw Error("output-invalid", "the BundledProgram would not be valid (see above); nothing written", o->out);
     }
     if (o->dry_run) {
       std::cout << "would write " << o->out << " (" << bytes.size() << " bytes)\n";
@@ -163,40 +150,6 @@ void RegisterBpte(CLI::App& app) {
   RegisterExtractProgram(c);
   RegisterExtractTests(c);
   RegisterBuild(c);
-}
-
-std::optional<int> InspectBpte(const std::string& file, nlohmann::json* json) {
-  if (!bpte::IsBpteFile(file)) return std::nullopt;
-  auto f = bpte::BpteFile::Open(file);
-  nlohmann::json d = bpte::DescribeBpte(*f);
-  if (json) {
-    *json = std::move(d);
-  } else {
-    std::cout << EscapeControl(bpte::RenderBpteText(d), /*keep_newlines=*/true);
-  }
-  return f->ok() ? kOk : kInvalid;
-}
-
-std::optional<int> VerifyBpte(const std::string& file, bool strict, bool quiet, nlohmann::json* json) {
-  if (!bpte::IsBpteFile(file)) return std::nullopt;
-  auto f = bpte::BpteFile::Open(file);
-  const size_t warnings = f->report().findings().size() - f->report().error_count();
-  const bool ok = BpteVerdictOk(*f, strict);
-  if (json) {
-    *json = BpteVerdictJson(*f, file, strict);
-  } else {
-    PrintFindings(f->report());
-    if (!ok) {
-      std::cerr << file << ": INVALID" << (strict && warnings > 0 ? " (--strict: warnings fail)" : "") << "\n";
-    } else if (!quiet) {
-      size_t cases = 0;
-      for (const auto& s : f->content().suites) cases += s.test_cases.size();
-      std::cout << file << ": OK (BundledProgram: " << f->content().suites.size() << " method test suite(s), " << cases
-                << " test case(s))" << (warnings ? " with " + std::to_string(warnings) + " warning(s)" : std::string())
-                << "\n";
-    }
-  }
-  return ok ? kOk : kInvalid;
 }
 
 }  // namespace ptepack::cli

@@ -3,10 +3,7 @@
 #include <memory>
 
 #include "ptepack/error.h"
-#include "serialize/api/read_api.h"
-#include "serialize/insight/diff.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
+#include "serialize/api/insight_api.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 
@@ -19,18 +16,6 @@ struct DiffOptions {
   bool json = false;
   bool quiet = false;
 };
-
-std::vector<std::unique_ptr<PtdFile>> OpenPtds(const std::vector<std::string>& paths) {
-  std::vector<std::unique_ptr<PtdFile>> out;
-  for (const auto& p : paths) out.push_back(PtdFile::Open(p));
-  return out;
-}
-
-std::vector<const PtdFile*> Ptrs(const std::vector<std::unique_ptr<PtdFile>>& v) {
-  std::vector<const PtdFile*> out;
-  for (const auto& p : v) out.push_back(p.get());
-  return out;
-}
 
 }  // namespace
 
@@ -55,14 +40,7 @@ void RegisterDiff(CLI::App& app) {
   a.Flag("--json", &o->json, "Print machine-readable JSON instead of text");
   a.Flag("-q,--quiet", &o->quiet, "Print nothing; the exit status says same (0) or different (1)");
   a.Run([o]() {
-    for (const auto* f : {&o->a, &o->b}) {
-      if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with --ptd-a/--ptd-b beside its program");
-    }
-    auto a = PteFile::Open(o->a);
-    auto b = PteFile::Open(o->b);
-    auto pa = OpenPtds(o->ptd_a);
-    auto pb = OpenPtds(o->ptd_b);
-    DiffResult r = DiffPrograms(*a, Ptrs(pa), *b, Ptrs(pb));
+    const DiffResult r = DiffOf(o->a, o->ptd_a, o->b, o->ptd_b, "--ptd-a/--ptd-b");
     if (o->quiet) {
       // exit status only, as cmp -s
     } else if (o->json) {

@@ -31,21 +31,18 @@ void RegisterExtract(CLI::App& app) {
          "Print a JSON summary: the directory, each file with its size, whether pack reproduces the input, "
          "the config");
   a.Run([o]() {
-    ValidInput in = LoadValidInput(o->in, o->ptds);
-    Extraction x = ExtractProgram(in);
-    ExtractTarget target = CheckExtractTarget(o->dir, o->force);
+    const ExtractRun r =
+        Extract(o->in, o->ptds, o->dir, o->force, o->dry_run, ProgressPrinter(o->quiet, "writing files"));
+    const Extraction& x = r.extraction;
     if (o->json) {
-      if (!o->dry_run) WriteExtraction(x, target, ProgressPrinter(o->quiet, "writing files"));
-      std::cout << ExtractionJson(x, target, o->dry_run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                << "\n";
+      std::cout << r.Json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return;
     }
     if (o->dry_run) {
-      std::cout << "would write " << (target.non_empty ? "(replacing the directory) " : "") << target.dir << "/:\n";
+      std::cout << "would write " << (r.target.non_empty ? "(replacing the directory) " : "") << r.target.dir << "/:\n";
       for (const auto& f : x.files) std::cout << "  " << f.name << " (" << f.data.size << " bytes)\n";
       return;
     }
-    WriteExtraction(x, target, ProgressPrinter(o->quiet, "writing files"));
     if (o->quiet) return;
     std::cout << "extracted to " << o->dir << "\n";
     if (!x.inferred.exact) {

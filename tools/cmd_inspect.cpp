@@ -53,33 +53,32 @@ struct InspectOpts {
   bool verbose = false;
 };
 
-bool AllOk(const LoadedFiles& l) {
-  bool ok = l.pte ? l.pte->ok() : l.lone_ptd->ok();
-  for (const auto& p : l.ptds) ok = ok && p->ok();
-  return ok;
-}
-
 // One file: printed as text, or (json != null) returned as JSON; `stream` prints a lone
 // .ptd's JSON entry by entry instead (one file only).
 int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool stream) {
-  if (in.file != "-" && in.ptds.empty()) {
-    if (auto rc = InspectBpte(in.file, json)) return *rc;
-  }
-  ReadOptions ro;
-  ro.segment_alignment = o.common.segment_alignment.value_or(0);
-  ro.tensor_alignment = o.common.tensor_alignment.value_or(0);
+  VerifyOptions vo;
+  vo.ptd = in.ptds;
+  vo.segment_alignment = o.common.segment_alignment.value_or(0);
+  vo.tensor_alignment = o.common.tensor_alignment.value_or(0);
   // A legacy .ptd is explained either way; its verdict is verify's (INVALID unless allowed).
-  ro.allow_legacy_ptd = o.common.allow_legacy_ptd;
-  LoadedFiles l = LoadInput(in, ro);
+  vo.allow_legacy_ptd = o.common.allow_legacy_ptd;
+  const Inspection i = in.file == "-" ? RunInspect(ReadStdin(), in.name(), vo) : RunInspect(in.file, vo);
+  const int rc = i.ok ? kOk : kInvalid;
+  const LoadedFiles& l = i.files;
+  if (i.bpte) {
+    if (json) *json = i.Json();
+    if (!json) std::cout << EscapeControl(bpte::RenderBpteText(i.Json()), /*keep_newlines=*/true);
+    return rc;
+  }
   if (!l.pte && (stream || !json)) {  // a .ptd: streamed, one entry at a time
     if (json) {
       WritePtdJson(*l.lone_ptd, std::cout);
     } else {
       WritePtdText(*l.lone_ptd, [](const std::string& s) { std::cout << EscapeControl(s, /*keep_newlines=*/true); });
     }
-    return AllOk(l) ? kOk : kInvalid;
+    return rc;
   }
-  nlohmann::json d = InspectDocument(l);
+  nlohmann::json d = i.Json();
   FilterDescription(d, o.method, o.tensor);
   if (json) {
     *json = std::move(d);
@@ -88,7 +87,7 @@ int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool
     std::cout << EscapeControl(l.pte ? RenderPteText(d, o.verbose) : RenderPtdText(d), /*keep_newlines=*/true)
               << EscapeControl(NoTensorMatches(d, o.tensor), /*keep_newlines=*/true);
   }
-  return AllOk(l) ? kOk : kInvalid;
+  return rc;
 }
 
 // Several files: text with a `==> FILE <==` line before each; JSON {"files": [...], "valid"}.

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "ptepack/error.h"
+#include "serialize/api/insight_api.h"
 #include "serialize/api/read_api.h"
 #include "serialize/insight/byte_map.h"
 #include "serialize/insight/plan_map.h"
@@ -61,13 +62,7 @@ void RegisterMap(CLI::App& app) {
       if (!o->quiet) std::cout << o->out << ": memory plan\n";
       return;
     }
-    FileSize f;
-    if (IsPtdFile(o->file)) {
-      f = AnalyzePtdSize(*PtdFile::Open(o->file, ro));
-    } else {
-      auto pte = PteFile::Open(o->file, ro);
-      f = AnalyzeSize(*pte, {}).pte;
-    }
+    const FileSize f = SizeOf(o->file, {}, o->allow_legacy_ptd).pte;  // the library's `size` of the file
     ByteMapOptions mo;
     mo.log_scale = o->log;
     const std::string doc = html ? ByteMapHtml(f, mo) : ByteMapSvg(f, mo);

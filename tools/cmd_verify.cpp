@@ -9,10 +9,7 @@ namespace {
 
 struct VerifyOpts {
   Common common;
-  IntegrityOptions io;
-  bool checksum = false;
-  bool strict = false;
-  bool sums() const { return checksum || !io.write_manifest.empty() || !io.manifest.empty(); }
+  VerifyOptions vo;  // the library's options: --strict, --checksum and the manifests
 };
 
 // " (program only: ...) (not checked: ...) with N warnings" after "FILE: OK".
@@ -36,67 +33,64 @@ std::string OkNote(const Verdict& v) {
   return note;
 }
 
-void PrintText(const std::string& file, const VerifyOpts& o, const Verdict& v, bool ok,
-               const std::vector<const Report*>& reports, const IntegrityResult& ir) {
-  for (const Report* r : reports) {
-    for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
-  }
-  if (!o.common.quiet) {
-    for (const auto& f : ir.files) std::cout << RenderChecksumsText(f);
-  }
-  if (o.sums() && ir.files.empty()) std::cerr << file << ": checksums skipped: the file is not valid\n";
-  if (!o.io.write_manifest.empty() && !ir.files.empty() && !o.common.quiet) {
-    std::cout << "manifest written: " << o.io.write_manifest << "\n";
-  }
-  if (!o.io.manifest.empty() && !ir.files.empty() && ok && !o.common.quiet) {
-    std::cout << "manifest " << o.io.manifest << ": all checksums match\n";
-  }
-  if (!ok) {
-    std::cerr << file << ": INVALID" << (o.strict && v.warnings > 0 ? " (--strict: warnings fail)" : "") << "\n";
-  } else if (!o.common.quiet) {
-    std::cout << file << ": OK" << OkNote(v) << "\n";
+// A BundledProgram, after its findings: OK with its test suites, or INVALID.
+void PrintBpteVerdict(const Verification& v, bool quiet) {
+  const bpte::BpteFile& f = *v.bpte;
+  const size_t warnings = f.report().findings().size() - f.report().error_count();
+  if (!v.ok) {
+    std::cerr << v.file << ": INVALID" << (v.strict && warnings > 0 ? " (--strict: warnings fail)" : "") << "\n";
+  } else if (!quiet) {
+    size_t cases = 0;
+    for (const auto& s : f.content().suites) cases += s.test_cases.size();
+    std::cout << v.file << ": OK (BundledProgram: " << f.content().suites.size() << " method test suite(s), " << cases
+              << " test case(s))" << (warnings ? " with " + std::to_string(warnings) + " warning(s)" : std::string())
+              << "\n";
   }
 }
 
-// Judges one file; prints it as text, or returns its JSON in `json`.
+void PrintText(const Verification& v, const VerifyOptions& vo, bool quiet) {
+  for (const Report* r : v.reports) {
+    for (const auto& f : r->findings()) std::cerr << EscapeControl(f.ToString()) << "\n";
+  }
+  if (v.bpte) return PrintBpteVerdict(v, quiet);
+  const auto& sums = v.integrity.files;
+  if (!quiet) {
+    for (const auto& f : sums) std::cout << RenderChecksumsText(f);
+  }
+  if (v.sums && sums.empty()) std::cerr << v.file << ": checksums skipped: the file is not valid\n";
+  if (!v.manifest_written.empty() && !quiet) std::cout << "manifest written: " << v.manifest_written << "\n";
+  if (!vo.manifest.empty() && !sums.empty() && v.ok && !quiet) {
+    std::cout << "manifest " << vo.manifest << ": all checksums match\n";
+  }
+  if (!v.ok) {
+    std::cerr << v.file << ": INVALID" << (v.strict && v.verdict.warnings > 0 ? " (--strict: warnings fail)" : "")
+              << "\n";
+  } else if (!quiet) {
+    std::cout << v.file << ": OK" << OkNote(v.verdict) << "\n";
+  }
+}
+
+// Judges one file (the library's RunVerify: what VerifyJson returns is what --json prints);
+// prints it as text, or returns its JSON in `json`.
 int VerifyOne(const Input& in, const VerifyOpts& o, nlohmann::json* json) {
-  if (in.file != "-" && in.ptds.empty() && !o.sums()) {
-    if (auto rc = VerifyBpte(in.file, o.strict, o.common.quiet, json)) return *rc;
-  }
-  ReadOptions ro;
-  ro.segment_alignment = o.common.segment_alignment.value_or(0);
-  ro.tensor_alignment = o.common.tensor_alignment.value_or(0);
-  ro.allow_legacy_ptd = o.common.allow_legacy_ptd;
-  LoadedFiles l = LoadInput(in, ro);
-  const Verdict verdict = Judge(l, o.strict);
-  std::vector<const Report*> reports = l.reports();
-  bool ok = verdict.ok;
-  IntegrityResult ir;
-  if (o.sums() && ok) {
-    std::vector<const PteFile*> ptes;
-    std::vector<const PtdFile*> ptds = l.ptd_ptrs();
-    if (l.pte) ptes.push_back(l.pte.get());
-    if (l.lone_ptd) ptds.insert(ptds.begin(), l.lone_ptd.get());
-    ir = RunIntegrity(ptes, ptds, o.io);
-    for (const auto& r : ir.reports) reports.push_back(&r);
-    ok = ir.ok();
-  }
+  VerifyOptions vo = o.vo;
+  vo.ptd = in.ptds;
+  vo.segment_alignment = o.common.segment_alignment.value_or(0);
+  vo.tensor_alignment = o.common.tensor_alignment.value_or(0);
+  vo.allow_legacy_ptd = o.common.allow_legacy_ptd;
+  const Verification v = in.file == "-" ? RunVerify(ReadStdin(), in.name(), vo) : RunVerify(in.file, vo);
   if (json) {
-    nlohmann::json& j = *json;
-    j = VerdictJson(in.name(), verdict, o.strict, reports);
-    j["valid"] = ok;
-    if (!ir.files.empty()) j["checksums"] = ManifestJson(ir.files)["files"];
-    if (!o.io.write_manifest.empty() && !ir.files.empty()) j["manifest_written"] = o.io.write_manifest;
+    *json = v.Json();
   } else {
-    PrintText(in.name(), o, verdict, ok, reports, ir);
+    PrintText(v, vo, o.common.quiet);
   }
-  return ok ? kOk : kInvalid;
+  return v.ok ? kOk : kInvalid;
 }
 
 // Several files: each judged; JSON {"files": [...], "valid", "summary"}; exit = the worst.
 void Run(const CLI::App* c, const VerifyOpts& o) {
   const std::vector<Input> inputs = Inputs(c, o.common);
-  if (inputs.size() > 1 && (!o.io.write_manifest.empty() || !o.io.manifest.empty())) {
+  if (inputs.size() > 1 && (!o.vo.write_manifest.empty() || !o.vo.manifest.empty())) {
     throw Error("usage", "--write-manifest/--manifest take one FILE (use `ptepack checksum` for several)");
   }
   nlohmann::json files = nlohmann::json::array();
@@ -140,15 +134,15 @@ void RegisterVerify(CLI::App& app) {
                                "one cannot be read (the worst); several files are judged one by one.");
   Args& a = NewArgs(c);
   AddCommon(a, o->common, /*quiet=*/true);
-  a.Flag("--strict", &o->strict,
+  a.Flag("--strict", &o->vo.strict,
          "Warnings fail too (misaligned constants, deprecated constant_buffer, external tensors not "
          "checked for lack of a --ptd, ...)");
-  a.Flag("--checksum", &o->checksum,
+  a.Flag("--checksum", &o->vo.checksum,
          "Also compute XXH3-64 checksums of the program region, of each segment and of the padding "
          "(reads all data; without it verify only reads headers and flatbuffers)");
-  a.Output("--write-manifest", &o->io.write_manifest,
+  a.Output("--write-manifest", &o->vo.write_manifest,
            "Write the checksums to this JSON manifest (implies --checksum; only for valid files)", "M.json");
-  a.Input("--manifest", &o->io.manifest,
+  a.Input("--manifest", &o->vo.manifest,
           "Compare the checksums with this manifest (implies --checksum); a difference is an error "
           "naming the segment",
           InputKind::kFile, "M.json");

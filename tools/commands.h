@@ -48,11 +48,6 @@ void RegisterCompletion(CLI::App& app);
 // The man page (roff), generated from the parser: `ptepack --man`.
 std::string ManPage(const CLI::App& app);
 void RegisterBpte(CLI::App& app);
-// inspect/verify of a BundledProgram (recognised by its file identifier, not
-// its name): nullopt if `file` is not one (nothing printed); else the exit
-// code, the JSON in `json` when given, else text printed.
-std::optional<int> InspectBpte(const std::string& file, nlohmann::json* json);
-std::optional<int> VerifyBpte(const std::string& file, bool strict, bool quiet, nlohmann::json* json);
 
 // `s` with control characters (and DEL) shown as \xNN, so that names read
 // from a file cannot drive the user's terminal.

@@ -5,11 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "serialize/format/pte_format.h"
-
 namespace ptepack::cli {
-
-namespace {
 
 Bytes ReadStdin() {
   std::vector<uint8_t> data;
@@ -23,8 +19,6 @@ Bytes ReadStdin() {
   }
   return Bytes::Own(std::move(data));
 }
-
-}  // namespace
 
 void AddCommon(Args& a, Common& o, bool quiet) {
   // Each file is opened by the command, so that one that cannot be read is counted as
@@ -70,17 +64,8 @@ std::vector<Input> Inputs(const CLI::App* c, const Common& o) {
 }
 
 LoadedFiles LoadInput(const Input& in, const ReadOptions& ro) {
-  if (in.file != "-") return LoadFiles(in.file, in.ptds, ro);
-  LoadedFiles l;
-  Bytes data = ReadStdin();
-  if (data.size >= 8 && std::memcmp(data.data + 4, kFlatTensorId, 4) == 0) {
-    l.lone_ptd = PtdFile::FromBytes(std::move(data), "<stdin>", ro);
-    return l;
-  }
-  l.pte = PteFile::FromBytes(std::move(data), "<stdin>", ro);
-  for (const auto& p : in.ptds) l.ptds.push_back(PtdFile::Open(p, ro));
-  if (!in.ptds.empty()) l.pte->CheckExternalKeys(l.ptd_ptrs());
-  return l;
+  if (in.file == "-") return LoadFiles(ReadStdin(), in.name(), in.ptds, ro);
+  return LoadFiles(in.file, in.ptds, ro);
 }
 
 int ForEachInput(const std::vector<Input>& inputs, const std::function<int(const Input&)>& judge,

@@ -42,6 +42,8 @@ struct Input {
 };
 std::vector<Input> Inputs(const CLI::App* c, const Common& o);
 
+// All of stdin (the file `-`).
+Bytes ReadStdin();
 // LoadFiles, where the file `-` is read from stdin (named "<stdin>" in findings).
 LoadedFiles LoadInput(const Input& in, const ReadOptions& ro);
 

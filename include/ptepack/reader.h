@@ -19,6 +19,12 @@ struct VerifyOptions {
   uint64_t tensor_alignment = 0;   // also require constant tensors at multiples of this (0: no extra check)
   bool allow_legacy_ptd = false;   // accept .ptd files in the FlatTensor layout of before June 2025
   bool strict = false;             // warnings fail too
+  // Checksums (`verify --checksum`, `--write-manifest`, `--manifest`): XXH3-64 of every region
+  // of a valid file (`ptepack checksum`); either manifest path implies `checksum`. A
+  // difference from `manifest` is an error finding naming the region.
+  bool checksum = false;
+  std::string write_manifest;  // write the checksums to this JSON manifest (empty: none)
+  std::string manifest;        // compare the checksums with this manifest (empty: none)
 };
 
 // What `ptepack verify` says about a file (a .pte, or a .ptd on its own).
@@ -28,9 +34,9 @@ struct VerifyResult {
   std::vector<std::string> not_checked;  // what could not be checked (e.g. external tensors without a .ptd)
 };
 
-// Opens and checks `path`. Throws ptepack::Error only when a file cannot be
-// read at all (missing, not a regular file); a malformed file is a result
-// with findings.
+// Opens and checks `path`: a .pte, a .ptd or a BundledProgram (.bpte), told apart by the
+// file identifier at bytes 4..8 ("ET12", "FT01", "BP08"), never by the name. Throws ptepack::Error only when a file
+// cannot be read at all (missing, not a regular file); a malformed file is a result with findings.
 VerifyResult Verify(const std::string& path, const VerifyOptions& options = {});
 
 // The same as JSON text: exactly what `ptepack verify --json` prints.

@@ -148,11 +148,7 @@ std::string SpecText(const std::string& program_json, const nlohmann::json& data
 }
 
 [[noreturn]] void TargetError(const char* code, const std::string& message, const std::string& path) {
-  Finding f;
-  f.code = code;
-  f.message = message;
-  f.file = path;
-  throw Error(std::move(f));
+  throw Error(code, message, path);
 }
 
 }  // namespace
@@ -293,6 +289,17 @@ void WriteExtraction(const Extraction& x, const ExtractTarget& t, const Progress
                 t.dir);
   }
   cleanup.p = old;  // the replaced directory goes
+}
+
+ExtractRun Extract(const std::string& in, const std::vector<std::string>& ptds, const std::string& dir, bool force,
+                   bool dry_run, const ProgressFn& progress) {
+  ExtractRun r;
+  r.input = LoadValidInput(in, ptds);
+  r.extraction = ExtractProgram(r.input);
+  r.target = CheckExtractTarget(dir, force);
+  r.dry_run = dry_run;
+  if (!dry_run) WriteExtraction(r.extraction, r.target, progress);
+  return r;
 }
 
 }  // namespace ptepack

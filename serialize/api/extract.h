@@ -56,4 +56,17 @@ nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, 
 // `progress` (optional) is told the bytes written so far and the total.
 void WriteExtraction(const Extraction& x, const ExtractTarget& target, const ProgressFn& progress = nullptr);
 
+// `extract IN [--ptd F] -o DIR [--force] [--dry-run]` in one call, for the CLI and the
+// Python module alike: the input read and checked (LoadValidInput), its parts gathered, the
+// target checked, and (unless `dry_run`) the files written; Json() is `extract --json`.
+struct ExtractRun {
+  ValidInput input;  // kept: the extracted files are views of its bytes
+  Extraction extraction;
+  ExtractTarget target;
+  bool dry_run = false;
+  nlohmann::json Json() const { return ExtractionJson(extraction, target, dry_run); }
+};
+ExtractRun Extract(const std::string& in, const std::vector<std::string>& ptds, const std::string& dir, bool force,
+                   bool dry_run, const ProgressFn& progress = nullptr);
+
 }  // namespace ptepack

@@ -39,17 +39,22 @@ nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string
   return SizeJson(SizeOf(file, ptds, allow_legacy_ptd), top, sort);
 }
 
-nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
-                          const std::vector<std::string>& ptd_b, bool* different) {
+DiffResult DiffOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
+                  const std::vector<std::string>& ptd_b, const std::string& ptd_flags) {
   for (const auto* f : {&a, &b}) {
-    if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with ptd_a/ptd_b beside its program");
+    if (IsPtdFile(*f)) throw Error("usage", *f + " is a .ptd file; give it with " + ptd_flags + " beside its program");
   }
   auto pa = PteFile::Open(a);
   auto pb = PteFile::Open(b);
   std::vector<std::unique_ptr<PtdFile>> da, db;
   for (const auto& p : ptd_a) da.push_back(PtdFile::Open(p));
   for (const auto& p : ptd_b) db.push_back(PtdFile::Open(p));
-  DiffResult r = DiffPrograms(*pa, Ptrs(da), *pb, Ptrs(db));
+  return DiffPrograms(*pa, Ptrs(da), *pb, Ptrs(db));
+}
+
+nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
+                          const std::vector<std::string>& ptd_b, bool* different) {
+  const DiffResult r = DiffOf(a, ptd_a, b, ptd_b);
   if (different) *different = r.verdict == DiffVerdict::kDifferent;
   return DiffJson(r);
 }

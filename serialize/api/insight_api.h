@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "serialize/insight/diff.h"
 #include "serialize/insight/size.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/ptd_reader.h"
@@ -24,8 +25,13 @@ SizeReport SizeOf(const std::string& file, const std::vector<std::string>& ptds,
 nlohmann::json SizeJsonOf(const std::string& file, const std::vector<std::string>& ptds, size_t top, SizeSort sort,
                           bool allow_legacy_ptd = false);
 
-// `diff A B [--ptd-a ...] [--ptd-b ...] --json`. `different` is set to
-// whether the content differs (the CLI's exit status 1).
+// `diff A B [--ptd-a ...] [--ptd-b ...]`: both programs read with their .ptd files and
+// compared. A .ptd given as A or B is a usage error saying to give it with `ptd_flags`
+// ("--ptd-a/--ptd-b" on the command line).
+DiffResult DiffOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
+                  const std::vector<std::string>& ptd_b, const std::string& ptd_flags = "ptd_a/ptd_b");
+
+// Its --json form. `different` is set to whether the content differs (the CLI's exit status 1).
 nlohmann::json DiffJsonOf(const std::string& a, const std::vector<std::string>& ptd_a, const std::string& b,
                           const std::vector<std::string>& ptd_b, bool* different = nullptr);
 

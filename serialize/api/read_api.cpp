@@ -138,10 +138,15 @@ void AddMemoryPlan(nlohmann::json& d, const PteFile& pte) {
 
 }  // namespace
 
-bool IsPtdFile(const std::string& path) {
-  auto m = MappedFile::Open(path);
-  return m->size() >= 8 && std::memcmp(m->data() + 4, kFlatTensorId, 4) == 0;
+FileKind KindOf(const Bytes& head) {
+  if (head.size >= 8 && std::memcmp(head.data + 4, kFlatTensorId, 4) == 0) return FileKind::kPtd;
+  if (bpte::HasIdentifier(head.data, head.size)) return FileKind::kBpte;
+  return FileKind::kPte;
 }
+
+FileKind KindOfFile(const std::string& path) { return KindOf(MappedFile::Open(path)->All()); }
+
+bool IsPtdFile(const std::string& path) { return KindOfFile(path) == FileKind::kPtd; }
 
 std::vector<const PtdFile*> LoadedFiles::ptd_ptrs() const {
   std::vector<const PtdFile*> v;
@@ -157,16 +162,21 @@ std::vector<const Report*> LoadedFiles::reports() const {
   return r;
 }
 
-LoadedFiles LoadFiles(const std::string& file, const std::vector<std::string>& ptd_paths, const ReadOptions& ro) {
+LoadedFiles LoadFiles(Bytes data, const std::string& name, const std::vector<std::string>& ptd_paths,
+                      const ReadOptions& ro) {
   LoadedFiles l;
-  if (IsPtdFile(file)) {
-    l.lone_ptd = PtdFile::Open(file, ro);
+  if (KindOf(data) == FileKind::kPtd) {
+    l.lone_ptd = PtdFile::FromBytes(std::move(data), name, ro);
     return l;
   }
-  l.pte = PteFile::Open(file, ro);
+  l.pte = PteFile::FromBytes(std::move(data), name, ro);
   for (const auto& p : ptd_paths) l.ptds.push_back(PtdFile::Open(p, ro));
   if (!ptd_paths.empty()) l.pte->CheckExternalKeys(l.ptd_ptrs());
   return l;
+}
+
+LoadedFiles LoadFiles(const std::string& file, const std::vector<std::string>& ptd_paths, const ReadOptions& ro) {
+  return LoadFiles(MappedFile::Open(file)->All(), file, ptd_paths, ro);
 }
 
 ReadOptions ReadOptionsFor(const VerifyOptions& o) {
@@ -264,55 +274,103 @@ nlohmann::json BpteVerdictJson(const bpte::BpteFile& f, const std::string& file,
                         {"findings", FindingsJson({&f.report()})}};
 }
 
-// A BundledProgram is recognised by its identifier, as the CLI does (a
-// .bpte has no .ptd files).
 namespace {
-bool IsBpte(const std::string& path, const VerifyOptions& options) {
-  return options.ptd.empty() && bpte::IsBpteFile(path);
+
+// A BundledProgram is judged as one unless .ptd files or checksums are asked for (which
+// only a program or a .ptd has: it is then read as a program, and its identifier named).
+bool JudgeAsBpte(const Bytes& data, const VerifyOptions& o, bool sums) {
+  return o.ptd.empty() && !sums && KindOf(data) == FileKind::kBpte;
 }
+
+// Judges the files read and, when they are valid and checksums are asked for, checksums
+// them (writing or comparing a manifest).
+void JudgeAndSum(Verification& v, const VerifyOptions& o) {
+  LoadedFiles& l = v.files;
+  v.verdict = Judge(l, o.strict);
+  v.reports = l.reports();
+  v.ok = v.verdict.ok;
+  if (!v.sums || !v.ok) return;
+  std::vector<const PteFile*> ptes;
+  std::vector<const PtdFile*> ptds = l.ptd_ptrs();
+  if (l.pte) ptes.push_back(l.pte.get());
+  if (l.lone_ptd) ptds.insert(ptds.begin(), l.lone_ptd.get());
+  v.integrity = RunIntegrity(ptes, ptds, IntegrityOptions{o.write_manifest, o.manifest});
+  for (const auto& r : v.integrity.reports) v.reports.push_back(&r);
+  v.ok = v.integrity.ok();
+  if (!v.integrity.files.empty()) v.manifest_written = o.write_manifest;
+}
+
 }  // namespace
 
-VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
+Verification RunVerify(Bytes data, const std::string& name, const VerifyOptions& options) {
   const ReadOptions ro = ReadOptionsFor(options);  // the options are checked for a .bpte too
-  if (IsBpte(path, options)) {
-    auto f = bpte::BpteFile::Open(path);
-    VerifyResult r;
-    r.valid = BpteVerdictOk(*f, options.strict);
-    r.findings = f->report().findings();
-    return r;
+  Verification v;
+  v.file = name;
+  v.strict = options.strict;
+  v.sums = options.checksum || !options.write_manifest.empty() || !options.manifest.empty();
+  if (JudgeAsBpte(data, options, v.sums)) {
+    v.bpte = bpte::BpteFile::FromBytes(std::move(data), name);
+    v.ok = BpteVerdictOk(*v.bpte, options.strict);
+    v.reports = {&v.bpte->report()};
+    return v;
   }
-  LoadedFiles l = LoadFiles(path, options.ptd, ro);
-  Verdict v = Judge(l, options.strict);
+  v.files = LoadFiles(std::move(data), name, options.ptd, ro);
+  JudgeAndSum(v, options);
+  return v;
+}
+
+Verification RunVerify(const std::string& path, const VerifyOptions& options) {
+  ReadOptionsFor(options);  // bad options are said before the file is opened
+  return RunVerify(MappedFile::Open(path)->All(), path, options);
+}
+
+nlohmann::json Verification::Json() const {
+  if (bpte) return BpteVerdictJson(*bpte, file, strict);
+  nlohmann::json j = VerdictJson(file, verdict, strict, reports);
+  j["valid"] = ok;
+  if (!integrity.files.empty()) j["checksums"] = ManifestJson(integrity.files)["files"];
+  if (!manifest_written.empty()) j["manifest_written"] = manifest_written;
+  return j;
+}
+
+VerifyResult Verify(const std::string& path, const VerifyOptions& options) {
+  const Verification v = RunVerify(path, options);
   VerifyResult r;
   r.valid = v.ok;
-  r.not_checked = v.unchecked;
-  for (const Report* rep : l.reports()) {
+  if (!v.bpte) r.not_checked = v.verdict.unchecked;
+  for (const Report* rep : v.reports)
     r.findings.insert(r.findings.end(), rep->findings().begin(), rep->findings().end());
-  }
   return r;
 }
 
 std::string VerifyJson(const std::string& path, const VerifyOptions& options, int indent) {
-  const ReadOptions ro = ReadOptionsFor(options);
-  if (IsBpte(path, options)) {
-    return BpteVerdictJson(*bpte::BpteFile::Open(path), path, options.strict)
-        .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-  LoadedFiles l = LoadFiles(path, options.ptd, ro);
-  Verdict v = Judge(l, options.strict);
-  return VerdictJson(path, v, options.strict, l.reports())
-      .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  return RunVerify(path, options).Json().dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+Inspection RunInspect(Bytes data, const std::string& name, const VerifyOptions& options) {
   const ReadOptions ro = ReadOptionsFor(options);
-  if (IsBpte(path, options)) {
-    return bpte::DescribeBpte(*bpte::BpteFile::Open(path))
-        .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  Inspection in;
+  if (options.ptd.empty() && KindOf(data) == FileKind::kBpte) {
+    in.bpte = bpte::BpteFile::FromBytes(std::move(data), name);
+    in.ok = in.bpte->ok();
+    return in;
   }
   // A legacy .ptd is explained either way; its verdict ("valid") is Verify's.
-  return InspectDocument(LoadFiles(path, options.ptd, ro))
-      .dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  in.files = LoadFiles(std::move(data), name, options.ptd, ro);
+  in.ok = true;
+  for (const Report* r : in.files.reports()) in.ok = in.ok && r->ok();
+  return in;
+}
+
+Inspection RunInspect(const std::string& path, const VerifyOptions& options) {
+  ReadOptionsFor(options);  // bad options are said before the file is opened
+  return RunInspect(MappedFile::Open(path)->All(), path, options);
+}
+
+nlohmann::json Inspection::Json() const { return bpte ? bpte::DescribeBpte(*bpte) : InspectDocument(files); }
+
+std::string InspectJson(const std::string& path, const VerifyOptions& options, int indent) {
+  return RunInspect(path, options).Json().dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace ptepack
