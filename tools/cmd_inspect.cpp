@@ -56,12 +56,7 @@ struct InspectOpts {
 // One file: printed as text, or (json != null) returned as JSON; `stream` prints a lone
 // .ptd's JSON entry by entry instead (one file only).
 int InspectOne(const Input& in, const InspectOpts& o, nlohmann::json* json, bool stream) {
-  VerifyOptions vo;
-  vo.ptd = in.ptds;
-  vo.segment_alignment = o.common.segment_alignment.value_or(0);
-  vo.tensor_alignment = o.common.tensor_alignment.value_or(0);
-  // A legacy .ptd is explained either way; its verdict is verify's (INVALID unless allowed).
-  vo.allow_legacy_ptd = o.common.allow_legacy_ptd;
+  const VerifyOptions vo = OptionsFor(in, o.common);
   const Inspection i = in.file == "-" ? RunInspect(ReadStdin(), in.name(), vo) : RunInspect(in.file, vo);
   const int rc = i.ok ? kOk : kInvalid;
   const LoadedFiles& l = i.files;

@@ -73,11 +73,7 @@ void PrintText(const Verification& v, const VerifyOptions& vo, bool quiet) {
 // Judges one file (the library's RunVerify: what VerifyJson returns is what --json prints);
 // prints it as text, or returns its JSON in `json`.
 int VerifyOne(const Input& in, const VerifyOpts& o, nlohmann::json* json) {
-  VerifyOptions vo = o.vo;
-  vo.ptd = in.ptds;
-  vo.segment_alignment = o.common.segment_alignment.value_or(0);
-  vo.tensor_alignment = o.common.tensor_alignment.value_or(0);
-  vo.allow_legacy_ptd = o.common.allow_legacy_ptd;
+  const VerifyOptions vo = OptionsFor(in, o.common, o.vo);
   const Verification v = in.file == "-" ? RunVerify(ReadStdin(), in.name(), vo) : RunVerify(in.file, vo);
   if (json) {
     *json = v.Json();

@@ -63,9 +63,13 @@ std::vector<Input> Inputs(const CLI::App* c, const Common& o) {
   return inputs;
 }
 
-LoadedFiles LoadInput(const Input& in, const ReadOptions& ro) {
-  if (in.file == "-") return LoadFiles(ReadStdin(), in.name(), in.ptds, ro);
-  return LoadFiles(in.file, in.ptds, ro);
+VerifyOptions OptionsFor(const Input& in, const Common& c, VerifyOptions base) {
+  base.ptd = in.ptds;
+  base.segment_alignment = c.segment_alignment.value_or(0);
+  base.tensor_alignment = c.tensor_alignment.value_or(0);
+  // A legacy .ptd is explained either way; its verdict is verify's (INVALID unless allowed).
+  base.allow_legacy_ptd = c.allow_legacy_ptd;
+  return base;
 }
 
 int ForEachInput(const std::vector<Input>& inputs, const std::function<int(const Input&)>& judge,

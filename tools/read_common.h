@@ -44,8 +44,10 @@ std::vector<Input> Inputs(const CLI::App* c, const Common& o);
 
 // All of stdin (the file `-`).
 Bytes ReadStdin();
-// LoadFiles, where the file `-` is read from stdin (named "<stdin>" in findings).
-LoadedFiles LoadInput(const Input& in, const ReadOptions& ro);
+
+// The library's options for one input: `base` (a command's own flags) with the input's .ptd
+// files and the common flags.
+VerifyOptions OptionsFor(const Input& in, const Common& c, VerifyOptions base = {});
 
 // Runs `judge` on each input and returns the worst exit code. A file that cannot be read at
 // all (ptepack::Error) is reported on stderr (and by `on_error` for JSON) and counts as exit
