@@ -290,11 +290,7 @@ PYBIND11_MODULE(ptepack, m) {
   m.def(
       "extract",
       [](const Path& path, const Path& output, const Paths& ptd, bool force, bool dry_run) {
-        ValidInput in = LoadValidInput(path.string(), Strings(ptd));
-        Extraction x = ExtractProgram(in);
-        ExtractTarget target = CheckExtractTarget(output.string(), force);
-        if (!dry_run) WriteExtraction(x, target);
-        return Loads(ExtractionJson(x, target, dry_run));
+        return Loads(Extract(path.string(), Strings(ptd), output.string(), force, dry_run).Json());
       },
       py::arg("path"), py::arg("output"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("force") = false,
       py::arg("dry_run") = false,
