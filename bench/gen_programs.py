@@ -176,12 +176,15 @@ def main():
 
     gen_constants(a.out, "tensors", 10000, 4096, named_plan)
 
+    copy_size = (512 if a.quick else 4096) << 10
+
     def copy_plan():
-        values = [tensor(None, data_buffer_idx=1 + i) for i in range(256)]
+        # Tensors as large as their buffers, so that `split` moves every byte.
+        values = [tensor(None, data_buffer_idx=1 + i, sizes=(1, copy_size // 4)) for i in range(256)]
         instr = [{"instr_args_type": "KernelCall", "instr_args": {"op_index": 0, "args": [0, 255]}}]
         return plan("forward", values, instr, 1, [0], [255], 0)
 
-    gen_constants(a.out, "copy", 256, (512 if a.quick else 4096) << 10, copy_plan)
+    gen_constants(a.out, "copy", 256, copy_size, copy_plan)
     gen_methods(a.out, 10000)
     gen_ptd(a.out, 100000 if a.quick else 300000)
 
