@@ -55,7 +55,8 @@ uint64_t HashBytes(const Bytes& b);
 // HashBytes for callers that hash many pieces of the same mapped files
 // (dedup of 300,000 constants): keeps the last source file open and one read
 // buffer, instead of an open, fstat, close and a zeroed 256 KiB buffer per
-// piece. Same values as HashBytes. Not thread-safe.
+// piece. Same values as HashBytes, always on the calling thread. Not
+// thread-safe.
 class BytesHasher {
  public:
   BytesHasher() = default;
