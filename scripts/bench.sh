@@ -7,7 +7,7 @@
 # test run (CI never calls it).
 #
 #   scripts/bench.sh [--quick] [--repeat N (default 5)] [--tmpfs DIR (default /dev/shm)]
-#                    [--only meta,const,copy,methods,tensors,ptd,plan,replan]
+#                    [--only meta,const,copy,methods,tensors,ptd,scale,plan,replan]
 #
 # --quick (< 3 min): smaller constants (2,000 x 16 KiB, 128 MiB to copy) and a
 # 100,000-key .ptd. The full run (2,000 x 256 KiB, 1 GiB, 300,000 keys) needs
