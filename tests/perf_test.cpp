@@ -488,10 +488,10 @@ TEST(PerfStreamedWrite, TmpfsOutputIsSplicedNotDirect) {
   if (shm.empty()) GTEST_SKIP() << "/dev/shm is not a tmpfs";
   const std::string dir = TempDir("perf_tmpfs");
   const std::string src = dir + "/weights.bin";
-  WriteRandomFile(src, 24 * kMiB, 8);
+  WriteRandomFile(src, 8 * kMiB, 8);
   std::vector<Const> consts = {
-      {0, 5 * kMiB + 17, ""},           {5 * kMiB + 17, 3, ""}, {0, 0, "aabbccddeeff"},
-      {7 * kMiB, 12 * kMiB + 4095, ""}, {3, 1 * kMiB, ""},      {100, 8 * 1024, ""},
+      {0, 2 * kMiB + 17, ""},          {2 * kMiB + 17, 3, ""}, {0, 0, "aabbccddeeff"},
+      {3 * kMiB, 3 * kMiB + 4095, ""}, {3, 1 * kMiB, ""},      {100, 8 * 1024, ""},
   };
   BackendConfig aligned;
   aligned.segment_alignment = 4096;
