@@ -1,6 +1,7 @@
 #include "serialize/io/hash.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH3_generateSecret_fromSeed
 #include <xxhash.h>
@@ -11,11 +12,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -307,9 +310,19 @@ uint64_t HashOnTwoThreads(const Source& src, uint64_t size) {
       cv.notify_all();
     }
   };
-  std::thread helper(work);
+  // The helper blocks every signal (SIGINT and friends go to the caller, as
+  // for the writer thread of file_io.cpp); without it, one thread does all.
+  std::thread helper;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    helper = std::thread(work);
+  } catch (const std::system_error&) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   work();
-  helper.join();
+  if (helper.joinable()) helper.join();
   if (error) std::rethrow_exception(error);
   // The last 1..1024 bytes and the 64 before them (the last stripe may reach back).
   const uint64_t tail_at = blocks * kBlockBytes;
