@@ -19,6 +19,9 @@ random data file per program, referred to by offset.
   tensors  10,000 named constants x 4 KiB (for extract and split)
   copy     256 constants x 4 MiB (1 GiB; --quick: 512 KiB, 128 MiB), few
            values: the write and verify throughput against raw copies
+  scale    (full set only) the meta shape at 1,000,000 values and 100,000
+           instructions; sparse4 / sparse40: 64 constants over a sparse data
+           file of 4 / 40 GiB (holes, no disk blocks): RSS against size
 
 The shapes are fixed functions of the counts (bench/micro_bench.cpp builds the
 same `meta` program with ProgramBuilder).
@@ -158,6 +161,22 @@ def gen_ptd(out, keys):
     gen_constants(out, "ptd", keys, 16, p)
 
 
+def gen_sparse(out, name, total):
+    """64 constants of total / 64 bytes each over a sparse file (holes only)."""
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    size = total // 64
+    with open(os.path.join(d, "data.bin"), "wb") as f:
+        f.truncate(total)
+    values = [tensor(None, data_buffer_idx=1 + i, sizes=(1, size // 4)) for i in range(64)]
+    instr = [{"instr_args_type": "KernelCall", "instr_args": {"op_index": 0, "args": [0, 63]}}]
+    spec = {
+        "program": program([plan("forward", values, instr, 1, [0], [63], 0)]),
+        "constants": [{"file": "data.bin", "offset": i * size, "size": size} for i in range(64)],
+    }
+    write_spec(out, name, spec)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -176,14 +195,21 @@ def main():
 
     gen_constants(a.out, "tensors", 10000, 4096, named_plan)
 
+    copy_size = (512 if a.quick else 4096) << 10
+
     def copy_plan():
-        values = [tensor(None, data_buffer_idx=1 + i) for i in range(256)]
+        # Tensors as large as their buffers, so that `split` moves every byte.
+        values = [tensor(None, data_buffer_idx=1 + i, sizes=(1, copy_size // 4)) for i in range(256)]
         instr = [{"instr_args_type": "KernelCall", "instr_args": {"op_index": 0, "args": [0, 255]}}]
         return plan("forward", values, instr, 1, [0], [255], 0)
 
-    gen_constants(a.out, "copy", 256, (512 if a.quick else 4096) << 10, copy_plan)
+    gen_constants(a.out, "copy", 256, copy_size, copy_plan)
     gen_methods(a.out, 10000)
     gen_ptd(a.out, 100000 if a.quick else 300000)
+    if not a.quick:
+        write_spec(a.out, "scale", {"program": program([meta_plan(1000000, 100000)])})
+        gen_sparse(a.out, "sparse4", 4 << 30)
+        gen_sparse(a.out, "sparse40", 40 << 30)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 // reading, and streamed output identical to the in-memory rendering.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -464,6 +466,79 @@ TEST(PerfStreamedWrite, InjectedFaultDuringUnbufferedWriteLeavesNoFile) {
   }
   AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
   ExpectNoOutputLeft(dir, out);
+}
+
+// A directory of this test's own on /dev/shm, or "" when that is not a tmpfs.
+std::string TmpfsDir(const std::string& name) {
+  struct statfs fs {};
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) return "";
+  const std::string d = "/dev/shm/ptepack-test-" + name + "-" + std::to_string(::getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// An output on a tmpfs (issue 27 goal 2): no O_DIRECT there, even where
+// unbuffered writing would start at the first byte, and the constants
+// spliced in from the source file (copy_file_range refuses to cross file
+// systems) give the in-memory rendering byte for byte: odd sizes and
+// offsets, ExecuTorch's default alignments and page-aligned ones.
+TEST(PerfStreamedWrite, TmpfsOutputIsSplicedNotDirect) {
+  const std::string shm = TmpfsDir("splice");
+  if (shm.empty()) GTEST_SKIP() << "/dev/shm is not a tmpfs";
+  const std::string dir = TempDir("perf_tmpfs");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 8 * kMiB, 8);
+  std::vector<Const> consts = {
+      {0, 2 * kMiB + 17, ""},          {2 * kMiB + 17, 3, ""}, {0, 0, "aabbccddeeff"},
+      {3 * kMiB, 3 * kMiB + 4095, ""}, {3, 1 * kMiB, ""},      {100, 8 * 1024, ""},
+  };
+  BackendConfig aligned;
+  aligned.segment_alignment = 4096;
+  aligned.constant_tensor_alignment = 4096;
+  for (const BackendConfig& cfg : {BackendConfig{}, aligned}) {
+    for (uint64_t after : {AtomicFile::kUnbufferedAfter, uint64_t{0}}) {
+      UnbufferedAfter hook(after);
+      Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+      PteLayout layout = LayoutPte(pkg, cfg);
+      const std::string out = shm + "/spliced.pte";
+      WritePteLayout(layout, out, WriteOptions{});
+      const std::string what =
+          "segment alignment " + std::to_string(cfg.segment_alignment) + ", unbuffered after " + std::to_string(after);
+      std::vector<uint8_t> want = RenderPte(layout);
+      std::vector<uint8_t> got = ReadFile(out);
+      ASSERT_EQ(got.size(), want.size()) << what;
+      EXPECT_TRUE(got == want) << what;
+      EXPECT_EQ(AtomicFile::LastUnbufferedBytesForTesting(), 0u) << what;
+    }
+  }
+  std::filesystem::remove_all(shm);
+  std::filesystem::remove_all(dir);
+}
+
+// A full tmpfs while splicing: the write fails with a located error and
+// nothing is left there.
+TEST(PerfStreamedWrite, InjectedFaultWhileSplicingIntoTmpfsLeavesNoFile) {
+  const std::string shm = TmpfsDir("splice_fault");
+  if (shm.empty()) GTEST_SKIP() << "/dev/shm is not a tmpfs";
+  const std::string dir = TempDir("perf_tmpfs_fault");
+  const std::string src = dir + "/weights.bin";
+  WriteRandomFile(src, 16 * kMiB, 9);
+  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, 16 * kMiB, ""}}), dir);
+  const std::string out = shm + "/out.pte";
+  AtomicFile::SetFailAfterBytesForTesting(6 * kMiB);
+  try {
+    WritePackage(pkg, BackendConfig{}, out);
+    ADD_FAILURE() << "16 MiB written past an injected full file system at 6 MiB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "write-failed");
+    EXPECT_NE(std::string(e.what()).find(out), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+  }
+  AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
+  EXPECT_TRUE(std::filesystem::is_empty(shm)) << "output or temporary file left on the tmpfs";
+  std::filesystem::remove_all(shm);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

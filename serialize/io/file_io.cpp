@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -729,6 +731,7 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options)
   slot_ = RegisterTemp(tmp_path_);
   ++g_writing;
   buf_.reset(new uint8_t[kBufSize]);
+  NoteFileSystem();
   // The output keeps the mode (and, where permitted, the owner) of the file
   // it replaces.
   const std::string& like = options.replaces.empty() ? path : options.replaces;
@@ -754,10 +757,22 @@ void AtomicFile::OpenDirect() {
   slot_ = RegisterTemp(tmp_path_);
   ++g_writing;
   buf_.reset(new uint8_t[kBufSize]);
+  NoteFileSystem();
+}
+
+// An output on a tmpfs is memory: O_DIRECT there is the buffered path under
+// another name (or refused), and the data is best spliced in (SpliceFrom).
+void AtomicFile::NoteFileSystem() {
+  struct statfs fs {};
+  in_memory_ = ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+  if (in_memory_) unbuffered_refused_ = true;
 }
 
 AtomicFile::~AtomicFile() {
   unbuffered_.reset();  // stops its thread before fd_ is closed
+  for (int& p : pipe_) {
+    if (p >= 0) ::close(p);
+  }
   DropTouched();
   ReleaseSource();
   if (fd_ >= 0) ::close(fd_);
@@ -1011,9 +1026,60 @@ void AtomicFile::CopyExtents(int fd, uint64_t start, uint64_t n, bool may_have_h
     const bool unbuffered = !congruent && Unbuffering();
     uint64_t copied = 0;
     if (congruent || (!unbuffered && len >= kUnalignedCopyMin)) copied = CopyFrom(fd, pos, len);
+    if (copied < len && in_memory_) copied += SpliceFrom(fd, pos + copied, len - copied);
     if (copied < len) ReadFrom(fd, pos + copied, len - copied);
     pos = data_end;
   }
+}
+
+// Moves [src_off, src_off + n) of src_fd to the output through a pipe: the
+// source's page-cache pages go into the pipe by reference and are copied
+// once, into the output's pages, where pread + write copies twice (an
+// output on a tmpfs, where copy_file_range from another file system is
+// refused: EXDEV). Returns the bytes moved: fewer when the source cannot be
+// spliced (then the caller reads the rest).
+uint64_t AtomicFile::SpliceFrom(int src_fd, uint64_t src_off, uint64_t n) {
+  if (n == 0 || splice_unsupported_) return 0;
+  Flush();
+  if (pipe_[0] < 0) {
+    if (::pipe2(pipe_, O_CLOEXEC) != 0) {
+      splice_unsupported_ = true;
+      return 0;
+    }
+    (void)::fcntl(pipe_[1], F_SETPIPE_SZ, static_cast<int>(kBufSize));  // fewer calls; the default 64 KiB works too
+  }
+  const long pipe_size = ::fcntl(pipe_[1], F_GETPIPE_SZ);
+  const size_t chunk = pipe_size > 0 ? static_cast<size_t>(pipe_size) : (64 << 10);
+  uint64_t done = 0;
+  while (done < n) {
+    ThrowIfInterrupted();
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(n - done, chunk));
+    CheckInjectedFault(want);
+    loff_t in = static_cast<loff_t>(src_off + done);
+    ssize_t got = ::splice(src_fd, &in, pipe_[1], nullptr, want, SPLICE_F_MOVE);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+        splice_unsupported_ = true;  // the pipe is empty: the caller reads the rest
+        break;
+      }
+      ThrowErrno("read-failed", "cannot read a source file", path_);
+    }
+    if (got == 0) ThrowSourceEnded(path_);
+    for (size_t left = static_cast<size_t>(got); left > 0;) {
+      ssize_t w = ::splice(pipe_[0], nullptr, fd_, nullptr, left, SPLICE_F_MOVE);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        if (w == 0) errno = EIO;
+        ThrowErrno("write-failed", "cannot write output", path_);
+      }
+      left -= static_cast<size_t>(w);
+      fd_pos_ += static_cast<uint64_t>(w);
+    }
+    done += static_cast<uint64_t>(got);
+  }
+  offset_ += done;
+  return done;
 }
 
 // pread into the buffer (no mapping involved), or into the unbuffered

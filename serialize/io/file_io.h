@@ -157,6 +157,7 @@ class AtomicFile {
 
  private:
   void OpenDirect();
+  void NoteFileSystem();
   void ReleaseSource();
   void Flush();
   void RawWrite(const uint8_t* p, size_t n);
@@ -164,6 +165,7 @@ class AtomicFile {
   int SourceFd(const MappedFile& m);
   void CopyExtents(int fd, uint64_t off, uint64_t n, bool may_have_holes);
   void ReadFrom(int fd, uint64_t off, uint64_t n);
+  uint64_t SpliceFrom(int src_fd, uint64_t src_off, uint64_t n);
   void WriteMapped(const Bytes& b);
   void NoteTouched(const Bytes& b);
   void DropTouched();
@@ -180,8 +182,11 @@ class AtomicFile {
   std::string tmp_path_;
   int fd_ = -1;
   uint64_t offset_ = 0;
-  uint64_t fd_pos_ = 0;             // position of fd_: offset_ minus what is buffered
-  bool copy_unsupported_ = false;   // copy_file_range refused (EXDEV, EINVAL, ...)
+  uint64_t fd_pos_ = 0;            // position of fd_: offset_ minus what is buffered
+  bool copy_unsupported_ = false;  // copy_file_range refused (EXDEV, EINVAL, ...)
+  bool in_memory_ = false;         // the output is on a tmpfs: no O_DIRECT, data spliced in
+  bool splice_unsupported_ = false;
+  int pipe_[2] = {-1, -1};          // for SpliceFrom
   uint64_t writeback_started_ = 0;  // writeback was started for [0, this)
   // The source file last read from, reopened from a MappedFile.
   struct Source {

@@ -37,8 +37,14 @@ struct RegionSum {
 
 // Hashes `regions` (name, offset, size filled in) of `file` and appends the
 // "padding" region for the bytes outside all of them. Regions must lie in
-// the file; they are hashed in file order.
+// the file; they are hashed in file order, each of kHashTwoThreadsFrom bytes
+// or more on two threads.
 void HashRegions(const Bytes& file, std::vector<RegionSum>* regions);
+
+// Ranges (and regions) of this many bytes or more are hashed on two threads
+// when the machine has two cores: the block sums of XXH3 on both, its
+// scrambles in order, so the digest is XXH3_64bits' of the same bytes.
+constexpr uint64_t kHashTwoThreadsFrom = 4 << 20;
 
 // XXH3-64 of [offset, offset + size) of an open file, read in blocks.
 uint64_t HashFileRange(int fd, uint64_t offset, uint64_t size);
@@ -49,7 +55,8 @@ uint64_t HashBytes(const Bytes& b);
 // HashBytes for callers that hash many pieces of the same mapped files
 // (dedup of 300,000 constants): keeps the last source file open and one read
 // buffer, instead of an open, fstat, close and a zeroed 256 KiB buffer per
-// piece. Same values as HashBytes. Not thread-safe.
+// piece. Same values as HashBytes, always on the calling thread. Not
+// thread-safe.
 class BytesHasher {
  public:
   BytesHasher() = default;

@@ -1,0 +1,139 @@
+// XXH3-64 of long ranges and regions, hashed on two threads: every digest is
+// checked against libxxhash's one-shot XXH3_64bits and against `xxhsum -H3`
+// of the same bytes cut out into a file of their own.
+#include "serialize/io/hash.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ptepack/error.h"
+#include "serialize/io/file_io.h"
+#include "tests/test_util.h"
+
+namespace ptepack {
+namespace {
+
+using testing::ShellQuote;
+using testing::TempDir;
+using testing::WriteFile;
+
+std::vector<uint8_t> RandomBytes(size_t n, unsigned seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t x = rng();
+    for (size_t j = 0; j < 8 && i + j < n; ++j) v[i + j] = static_cast<uint8_t>(x >> (8 * j));
+  }
+  return v;
+}
+
+// `xxhsum -H3 FILE`'s digest of FILE, or "" when xxhsum is not installed.
+std::string Xxhsum(const std::string& path) {
+  FILE* p = ::popen(("xxhsum -H3 " + ShellQuote(path) + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return "";
+  char line[512] = {};
+  std::string out = std::fgets(line, sizeof line, p) ? line : "";
+  ::pclose(p);
+  // "XXH3 (FILE) = 16 hex digits" (BSD style, xxhsum 0.8) or "digits  FILE".
+  auto eq = out.rfind("= ");
+  if (eq != std::string::npos) return out.substr(eq + 2, 16);
+  return out.size() >= 16 ? out.substr(0, 16) : "";
+}
+
+// Sizes from the two-thread threshold up: every way the last 1..1024 bytes
+// (XXH3's last partial block and last stripe) fall, and chunk edges.
+TEST(TwoThreadHash, MatchesOneShotXxh3AtEveryTailLength) {
+  const std::string dir = TempDir("hash_tails");
+  const size_t base = static_cast<size_t>(kHashTwoThreadsFrom);
+  const std::vector<uint8_t> v = RandomBytes(base + (1 << 20) + 2048, 27);
+  WriteFile(dir + "/data", v);
+  auto m = MappedFile::Open(dir + "/data");
+  int fd = ::open((dir + "/data").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  for (size_t extra : {0, 1, 63, 64, 65, 191, 240, 1023, 1024, 1025, 4096 + 17, (1 << 20) - 1, 1 << 20, (1 << 20) + 1,
+                       (1 << 20) + 2047}) {
+    const size_t n = base + extra;
+    const uint64_t want = XXH3_64bits(v.data(), n);
+    EXPECT_EQ(HashFileRange(fd, 0, n), want) << n;                          // pread, two threads
+    EXPECT_EQ(HashFileRange(fd, 1, n), XXH3_64bits(v.data() + 1, n)) << n;  // unaligned start
+    EXPECT_EQ(HashBytes(m->View(0, n)), want) << n;                         // a mapped view
+    EXPECT_EQ(HashBytes(Bytes::View(v.data(), n)), want) << n;              // memory only
+  }
+  // Just under the threshold: one stream, the same value.
+  EXPECT_EQ(HashFileRange(fd, 0, base - 1), XXH3_64bits(v.data(), base - 1));
+  ::close(fd);
+}
+
+// A file of several regions, two of them long enough to be hashed on two
+// threads (one of them 5 MiB + 37 bytes, beyond one 1 MiB chunk of work), and
+// the padding between them: each digest is xxhsum's of the region's bytes.
+TEST(TwoThreadHash, RegionsMatchXxhsumOfTheCutOutBytes) {
+  const std::string dir = TempDir("hash_regions");
+  const std::vector<uint8_t> v = RandomBytes((12 << 20) + 4096, 5);
+  WriteFile(dir + "/file", v);
+  std::vector<RegionSum> regions = {
+      {"program", 0, 1000, 0},
+      {"segments[0]", 1024, (5 << 20) + 37, 0},
+      {"segments[1]", (6 << 20), static_cast<uint64_t>(kHashTwoThreadsFrom), 0},
+      {"segments[2]", (11 << 20), 3000, 0},
+  };
+  auto m = MappedFile::Open(dir + "/file");
+  HashRegions(m->All(), &regions);
+  ASSERT_EQ(regions.size(), 5u);
+  // The padding: every byte outside the regions, in file order.
+  std::vector<uint8_t> pad;
+  uint64_t at = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    pad.insert(pad.end(), v.begin() + at, v.begin() + regions[i].offset);
+    at = regions[i].offset + regions[i].size;
+  }
+  pad.insert(pad.end(), v.begin() + at, v.end());
+  EXPECT_EQ(regions[4].name, "padding");
+  EXPECT_EQ(regions[4].size, pad.size());
+  EXPECT_EQ(regions[4].xxh3, XXH3_64bits(pad.data(), pad.size()));
+  bool have_xxhsum = true;
+  for (size_t i = 0; i < 4; ++i) {
+    const RegionSum& r = regions[i];
+    EXPECT_EQ(r.xxh3, XXH3_64bits(v.data() + r.offset, r.size)) << r.name;
+    const std::string cut = dir + "/cut" + std::to_string(i);
+    WriteFile(cut, std::vector<uint8_t>(v.begin() + r.offset, v.begin() + r.offset + r.size));
+    const std::string x = Xxhsum(cut);
+    if (x.empty()) {
+      have_xxhsum = false;
+      continue;
+    }
+    EXPECT_EQ(HexDigest(r.xxh3), x) << r.name;
+  }
+  // The same file held in memory (no file to pread from) gives the same digests.
+  std::vector<RegionSum> mem = {regions[0], regions[1], regions[2], regions[3]};
+  HashRegions(Bytes::View(v.data(), v.size()), &mem);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(mem[i].xxh3, regions[i].xxh3) << regions[i].name;
+  if (!have_xxhsum) GTEST_SKIP() << "xxhsum not installed: checked against XXH3_64bits only";
+}
+
+// A file that ends before the range does (truncated while hashed): the
+// helper thread's read error is the one reported, nothing hangs.
+TEST(TwoThreadHash, ATruncatedRangeIsAReadError) {
+  const std::string dir = TempDir("hash_short");
+  WriteFile(dir + "/short", RandomBytes(static_cast<size_t>(kHashTwoThreadsFrom), 9));
+  int fd = ::open((dir + "/short").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  try {
+    HashFileRange(fd, 0, 3 * kHashTwoThreadsFrom);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.finding().code, "read-failed");
+    EXPECT_NE(std::string(e.what()).find("input ended early"), std::string::npos) << e.what();
+  }
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace ptepack
