@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/backend_config.h"
+#include "layout/file_plan.h"
 #include "layout/segment_plan.h"
 #include "ptepack/writer.h"
 #include "serialize/model/package.h"
@@ -40,17 +41,14 @@ struct PtdLayout {
   uint64_t total_size() const { return segment_base_offset + segments.data_size(); }
 };
 
-// Hard limits of the format. A program (flatbuffer with its eh00 header, or a
-// .ptd's header and flatbuffer) must fit FlatBuffers' 32-bit signed offsets,
-// and a segment index or count must fit 32 bits. LayoutPte checks a lower
-// bound of the flatbuffer size before encoding and the real size after, so
-// an oversized program fails before memory is spent on it and before any
-// byte is written. Throws ptepack::Error("limit-exceeded").
-inline constexpr uint64_t kMaxProgramBytes = 0x7FFFFFFF;  // FLATBUFFERS_MAX_BUFFER_SIZE
-inline constexpr uint64_t kMaxSegments = 0xFFFFFFFF;      // uint32 indices and vector length
-void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments);
+// The format's hard limits (kMaxProgramBytes, kMaxSegments,
+// CheckFormatLimits) are layout/file_plan.h's. LayoutPte checks a lower bound
+// of the flatbuffer size before encoding and the real size after, so an
+// oversized program fails before memory is spent on it and before any byte
+// is written.
 
-// Pure layout, no I/O. Throws ptepack::Error on invalid programs or configs.
+// The plan (layout/file_plan.h) copied into the program and encoded; no I/O. Throws ptepack::Error on invalid programs
+// or configs.
 PteLayout LayoutPte(const Package& pkg, const BackendConfig& config);
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
 
