@@ -9,6 +9,27 @@
 
 namespace ptepack {
 
+LayoutSettings LayoutSettingsOf(const BackendConfig& c) {
+  LayoutSettings s;
+  s.segment_alignment = c.segment_alignment;
+  s.tensor_alignment = c.tensor_alignment();
+  s.delegate_alignment = c.delegate_data_alignment();
+  s.ptd_segment_alignment = c.ptd_segment_alignment;
+  s.inline_constants = c.inline_constants;
+  s.extract_delegates = c.extract_delegate_segments;
+  s.dedup_inline_delegate_data = c.dedup_inline_delegate_data;
+  s.legacy_extended_header = c.legacy_extended_header;
+  s.order = c.flatbuffer_order;
+  return s;
+}
+
+std::optional<std::string> ExternalTagFor(const ConstantTensorInfo& info, const BackendConfig& c) {
+  if (info.mutable_weight) return c.external_mutable_weights ? std::optional(c.external_tag) : std::nullopt;
+  if (c.external_constants_fn) return c.external_constants_fn(info);
+  if (c.external_constants) return c.external_tag;
+  return std::nullopt;
+}
+
 void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments) {
   if (program_bytes > kMaxProgramBytes) {
     throw Error("limit-exceeded",
@@ -173,26 +194,14 @@ LegacyPtdSegmentsPlan PlanLegacyPtdSegments(const std::vector<BlobSpec>& tensors
 
 // serialize.py, FlatTensorSerializer.serialize: the header padded to the
 // flatbuffer alignment, the base after header and flatbuffer at the segment
-// alignment.
-PtdHeadPlan PlanPtdHead(uint64_t header_length, uint64_t flatbuffer_alignment, uint64_t flatbuffer_size,
-                        uint64_t segment_data_size, uint64_t segment_alignment) {
+// alignment. The serializer before June 2025 padded header and flatbuffer to
+// the tensor alignment.
+PtdHeadPlan PlanPtdHead(uint64_t header_length, uint64_t header_alignment, uint64_t flatbuffer_alignment,
+                        uint64_t flatbuffer_size, uint64_t segment_data_size, uint64_t segment_alignment) {
   PtdHeadPlan out;
-  out.padded_header = AlignUp(header_length, flatbuffer_alignment);
+  out.padded_header = AlignUp(header_length, header_alignment);
   out.flatbuffer_size = flatbuffer_size;
-  out.padded_flatbuffer = flatbuffer_size;
-  out.segment_base_offset = AlignUp(CheckedAdd(flatbuffer_size, out.padded_header), segment_alignment);
-  out.segment_data_size = segment_data_size;
-  return out;
-}
-
-// The serializer of before June 2025 padded header and flatbuffer to the
-// tensor alignment.
-PtdHeadPlan PlanLegacyPtdHead(uint64_t header_length, uint64_t tensor_alignment, uint64_t flatbuffer_size,
-                              uint64_t segment_data_size, uint64_t segment_alignment) {
-  PtdHeadPlan out;
-  out.padded_header = AlignUp(header_length, tensor_alignment);
-  out.flatbuffer_size = flatbuffer_size;
-  out.padded_flatbuffer = AlignUp(flatbuffer_size, tensor_alignment);
+  out.padded_flatbuffer = AlignUp(flatbuffer_size, flatbuffer_alignment);
   out.segment_base_offset = AlignUp(CheckedAdd(out.padded_flatbuffer, out.padded_header), segment_alignment);
   out.segment_data_size = segment_data_size;
   return out;

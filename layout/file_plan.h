@@ -20,9 +20,34 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "ptepack/config.h"
+
 namespace ptepack {
+
+// The numbers of a BackendConfig that decide where bytes go, read once: the
+// writer lays a file out from these, never from the config itself.
+struct LayoutSettings {
+  uint64_t segment_alignment = 128;
+  uint64_t tensor_alignment = 16;    // constant_tensor_alignment (default 16)
+  uint64_t delegate_alignment = 16;  // inline delegate data (default 16)
+  uint64_t ptd_segment_alignment = 128;
+  bool inline_constants = false;
+  bool extract_delegates = true;
+  bool dedup_inline_delegate_data = false;
+  bool legacy_extended_header = false;
+  FlatbufferOrder order = FlatbufferOrder::kFlatc;
+};
+LayoutSettings LayoutSettingsOf(const BackendConfig& config);
+
+// The external split: the tag of the .ptd a tensor's data goes to, or
+// nullopt to keep it in the program. Mutable weights follow
+// external_mutable_weights; constants external_constants_fn when set, else
+// external_constants (all to external_tag), as ExecuTorch's
+// ExecutorchBackendConfig.external_constants / external_mutable_weights.
+std::optional<std::string> ExternalTagFor(const ConstantTensorInfo& info, const BackendConfig& config);
 
 // Hard limits of the format. A program (flatbuffer with its eh00 header, or a
 // .ptd's header and flatbuffer) must fit FlatBuffers' 32-bit signed offsets,
@@ -147,13 +172,12 @@ struct PtdHeadPlan {
   uint64_t total_size() const { return segment_base_offset + segment_data_size; }
 };
 
-// Current layout: header padded to `flatbuffer_alignment`, then the
-// flatbuffer, then zeros to the next multiple of `segment_alignment` (the
-// base). Throws "limit-exceeded" past the format's limits.
-PtdHeadPlan PlanPtdHead(uint64_t header_length, uint64_t flatbuffer_alignment, uint64_t flatbuffer_size,
-                        uint64_t segment_data_size, uint64_t segment_alignment);
-// Legacy layout: header and flatbuffer each padded to the tensor alignment.
-PtdHeadPlan PlanLegacyPtdHead(uint64_t header_length, uint64_t tensor_alignment, uint64_t flatbuffer_size,
-                              uint64_t segment_data_size, uint64_t segment_alignment);
+// The head of a .ptd: the FH01 header padded to `header_alignment` (the
+// flatbuffer's offset), the flatbuffer padded to `flatbuffer_alignment`,
+// then zeros to the next multiple of `segment_alignment` (the base).
+// Current layout: header_alignment 16 (_FLATBUFFER_ALIGNMENT), flatbuffer
+// not padded (1); the layout before June 2025: both at its tensor alignment.
+PtdHeadPlan PlanPtdHead(uint64_t header_length, uint64_t header_alignment, uint64_t flatbuffer_alignment,
+                        uint64_t flatbuffer_size, uint64_t segment_data_size, uint64_t segment_alignment);
 
 }  // namespace ptepack

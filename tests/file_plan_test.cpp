@@ -169,13 +169,13 @@ TEST(FilePlan, PtdSegmentsHeaderAndBase) {
   ASSERT_EQ(plan.segments.size(), 2u);
   EXPECT_EQ(plan.segments[1].offset, 112u);
   EXPECT_EQ(plan.data_size, 162u);
-  const PtdHeadPlan h = PlanPtdHead(40, 16, 300, plan.data_size, 16);
+  const PtdHeadPlan h = PlanPtdHead(40, 16, 1, 300, plan.data_size, 16);
   EXPECT_EQ(h.padded_header, 48u);
   EXPECT_EQ(h.flatbuffer_size, 300u);
   EXPECT_EQ(h.segment_base_offset, 352u);
   EXPECT_EQ(h.total_size(), 514u);
   // segment_alignment 4096 (a page): the base rounds to 4096.
-  EXPECT_EQ(PlanPtdHead(40, 16, 300, 162, 4096).segment_base_offset, 4096u);
+  EXPECT_EQ(PlanPtdHead(40, 16, 1, 300, 162, 4096).segment_base_offset, 4096u);
 }
 
 // The FlatTensor serializer before June 2025 (the FlatTensor schema's
@@ -196,10 +196,53 @@ TEST(FilePlan, LegacyPtdSharedTensorSegment) {
   EXPECT_EQ(plan.segments[1].offset, 128u);
   EXPECT_EQ(plan.named_segments, (std::vector<uint32_t>{1}));
   EXPECT_EQ(plan.data_size, 135u);
-  const PtdHeadPlan h = PlanLegacyPtdHead(40, 16, 300, plan.data_size, 128);
+  const PtdHeadPlan h = PlanPtdHead(40, 16, 16, 300, plan.data_size, 128);
   EXPECT_EQ(h.padded_header, 48u);
   EXPECT_EQ(h.padded_flatbuffer, 304u);
   EXPECT_EQ(h.segment_base_offset, 384u);
+}
+
+// exir/passes/external_constants_pass.py: external_constants_pass tags
+// every constant with gen_tag_fn(node) when a function is given (None keeps
+// it), else with the default tag; external_mutable_weights_pass tags mutable
+// weights only (exir/capture/_config.py: both off by default).
+TEST(FilePlan, ExternalSplitByTag) {
+  BackendConfig c;
+  ConstantTensorInfo weight;
+  weight.name = "w";
+  ConstantTensorInfo mut = weight;
+  mut.mutable_weight = true;
+  EXPECT_FALSE(ExternalTagFor(weight, c).has_value());
+  EXPECT_FALSE(ExternalTagFor(mut, c).has_value());
+  c.external_constants = true;
+  c.external_tag = "model";
+  EXPECT_EQ(ExternalTagFor(weight, c), "model");
+  EXPECT_FALSE(ExternalTagFor(mut, c).has_value());  // mutable weights have their own switch
+  c.external_mutable_weights = true;
+  EXPECT_EQ(ExternalTagFor(mut, c), "model");
+  c.external_constants_fn = [](const ConstantTensorInfo& i) -> std::optional<std::string> {
+    return i.name == "w" ? std::optional<std::string>("w_file") : std::nullopt;
+  };
+  EXPECT_EQ(ExternalTagFor(weight, c), "w_file");
+  ConstantTensorInfo other;
+  other.name = "b";
+  EXPECT_FALSE(ExternalTagFor(other, c).has_value());
+}
+
+// The settings the writer lays a file out from are the config's own numbers
+// (ExecutorchBackendConfig: segment_alignment 128, constant_tensor_alignment
+// and delegate_alignment None -> program.fbs force_align 16).
+TEST(FilePlan, LayoutSettingsOfDefaults) {
+  const LayoutSettings s = LayoutSettingsOf(BackendConfig{});
+  EXPECT_EQ(s.segment_alignment, 128u);
+  EXPECT_EQ(s.tensor_alignment, 16u);
+  EXPECT_EQ(s.delegate_alignment, 16u);
+  BackendConfig c;
+  c.constant_tensor_alignment = 64;
+  c.segment_alignment = 4096;
+  const LayoutSettings t = LayoutSettingsOf(c);
+  EXPECT_EQ(t.tensor_alignment, 64u);
+  EXPECT_EQ(t.segment_alignment, 4096u);
 }
 
 // FlatBuffers' FLATBUFFERS_MAX_BUFFER_SIZE is 2^31 - 1; segment indices are

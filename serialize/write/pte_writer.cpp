@@ -1,14 +1,8 @@
 #include "serialize/write/pte_writer.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <functional>
-#include <map>
 #include <set>
 #include <utility>
 
@@ -20,8 +14,7 @@
 #include "serialize/io/file_io.h"
 #include "serialize/model/dedup.h"
 #include "serialize/model/placement.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
+#include "serialize/write/output_files.h"
 #include "serialize/write/segment_writer.h"
 
 namespace ptepack {
@@ -282,14 +275,27 @@ void ApplyDelegatePlacement(Program<>& p, const std::vector<DelegatePlacement>& 
 struct PtePieces {
   PteSegmentInputs in;
   std::vector<Bytes> constants, mutable_data, delegates, named;
+  // The list a segment of `kind` takes its pieces from.
+  const std::vector<Bytes>& Of(SegmentKind kind) const {
+    switch (kind) {
+      case SegmentKind::kConstants:
+        return constants;
+      case SegmentKind::kMutableData:
+        return mutable_data;
+      case SegmentKind::kDelegate:
+        return delegates;
+      default:
+        return named;
+    }
+  }
 };
 
-PtePieces GatherPte(Program<>& p, const Package& pkg, const BackendConfig& cfg) {
+PtePieces GatherPte(Program<>& p, const Package& pkg, const LayoutSettings& s) {
   PtePieces out;
-  out.in.segment_alignment = cfg.segment_alignment;
-  out.in.tensor_alignment = cfg.tensor_alignment();
+  out.in.segment_alignment = s.segment_alignment;
+  out.in.tensor_alignment = s.tensor_alignment;
   const auto& cb = p.constant_buffer();
-  if (!cfg.inline_constants && !cb.elems().empty()) {
+  if (!s.inline_constants && !cb.elems().empty()) {
     for (auto& b : cb.elems()) out.constants.push_back(b.table() ? Buffer{*b.table()}.get_storage() : Bytes{});
     out.in.constants = Sizes(out.constants);
   }
@@ -297,8 +303,8 @@ PtePieces GatherPte(Program<>& p, const Package& pkg, const BackendConfig& cfg) 
     out.mutable_data = *pkg.mutable_data;
     out.in.mutable_data = Sizes(out.mutable_data);
   }
-  out.in.extract_delegates = cfg.extract_delegate_segments;
-  if (cfg.extract_delegate_segments) {
+  out.in.extract_delegates = s.extract_delegates;
+  if (s.extract_delegates) {
     out.delegates = DelegatePayloads(p);
     out.in.delegates = Specs(out.delegates, {}, /*skip_empty=*/true);
   }
@@ -348,13 +354,13 @@ void ApplySegmentsPlan(Program<>& p, const Package& pkg, const PteSegmentInputs&
   }
 }
 
-fb::Encoded EncodeProgram(const fb::Table& p, const BackendConfig& cfg, size_t num_segments) {
+fb::Encoded EncodeProgram(const fb::Table& p, const LayoutSettings& s, size_t num_segments) {
   // Refuse before encoding: the encoder would need the whole buffer in memory.
   CheckFormatLimits(PayloadBytes(p), num_segments);
   fb::EncodeOptions eo;
-  eo.order = cfg.flatbuffer_order;
-  eo.force_align["Buffer.storage"] = cfg.tensor_alignment();
-  eo.force_align["BackendDelegateInlineData.data"] = cfg.delegate_data_alignment();
+  eo.order = s.order;
+  eo.force_align["Buffer.storage"] = s.tensor_alignment;
+  eo.force_align["BackendDelegateInlineData.data"] = s.delegate_alignment;
   return fb::Encode(S(), p, eo);
 }
 
@@ -389,35 +395,26 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   // Copy-on-write: the steps below own (fb::Own) only the tables they change.
   pkg.program = fb::ShallowClone(*in.program);
   ApplyPlacement(pkg, cfg);
+  const LayoutSettings s = LayoutSettingsOf(cfg);
   DedupMutableData(pkg);
   Program p{*pkg.program};
-  PtePieces pieces = GatherPte(p, pkg, cfg);
+  PtePieces pieces = GatherPte(p, pkg, s);
   const PteSegmentsPlan plan = PlanPteSegments(pieces.in);
-  if (!cfg.extract_delegate_segments && cfg.dedup_inline_delegate_data) DedupInlineDelegateData(*pkg.program);
+  if (!s.extract_delegates && s.dedup_inline_delegate_data) DedupInlineDelegateData(*pkg.program);
   ApplySegmentsPlan(p, pkg, pieces.in, plan);
   PteLayout out;
   out.dedup_bytes_saved = plan.dedup_bytes_saved;
-  out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& {
-    switch (k) {
-      case SegmentKind::kConstants:
-        return pieces.constants;
-      case SegmentKind::kMutableData:
-        return pieces.mutable_data;
-      case SegmentKind::kDelegate:
-        return pieces.delegates;
-      default:
-        return pieces.named;
-    }
-  });
-  fb::Encoded enc = EncodeProgram(*pkg.program, cfg, plan.segments.size());
+  out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& { return pieces.Of(k); });
+  fb::Encoded enc = EncodeProgram(*pkg.program, s, plan.segments.size());
   out.flatbuffer_size = enc.data.size();
   PteHeadInputs head;
   head.flatbuffer_size = enc.data.size();
   head.max_force_align = enc.max_force_align;
-  head.header_length = cfg.legacy_extended_header ? kExtendedHeaderMinLength : kExtendedHeaderLength;
+  head.header_length = s.legacy_extended_header ? kExtendedHeaderMinLength : kExtendedHeaderLength;
   head.min_file_size = kRuntimeHeadBytes;
   head.segment_data_size = plan.data_size;
-  head.segment_alignment = cfg.segment_alignment;
+  head.segment_alignment = s.segment_alignment;
+  out.ptd_segment_alignment = s.ptd_segment_alignment;
   AssembleHead(std::move(enc), PlanPteHead(head), out);
   out.external = std::move(pkg.external);
   CheckFormatLimits(out.head.size(), out.segments.segments().size());
@@ -501,7 +498,7 @@ PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) 
   }
   fb::Encoded enc = fb::Encode(fb::FlatTensorLegacySchema(), *root, fb::EncodeOptions{});
   const PtdHeadPlan h =
-      PlanLegacyPtdHead(kFlatTensorHeaderLength, ta, enc.data.size(), plan.data_size, segment_alignment);
+      PlanPtdHead(kFlatTensorHeaderLength, ta, ta, enc.data.size(), plan.data_size, segment_alignment);
   PtdLayout out;
   out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& {
     return k == SegmentKind::kPtdTensors ? tensor_data : named_data;
@@ -540,7 +537,7 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   flat.segments() = fb::OffsetVector(SegmentList<ptd::DataSegment<>>(plan.segments), reflection::Obj);
   flat.named_data() = fb::OffsetVector(std::move(named), reflection::Obj);
   fb::Encoded enc = fb::Encode(fb::FlatTensorSchema(), *root, fb::EncodeOptions{});
-  const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, enc.data.size(),
+  const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, 1, enc.data.size(),
                                     plan.data_size, segment_alignment);
   CheckFormatLimits(h.padded_header + enc.data.size(), plan.segments.size());
   PtdLayout out;
@@ -568,19 +565,13 @@ void StreamPtd(const PtdLayout& l, AtomicFile& f, const ProgressFn& progress) {
 }  // namespace
 
 uint64_t WritePteLayout(const PteLayout& l, const std::string& path, const WriteOptions& o) {
-  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
-  StreamPte(l, f, o.progress);
-  uint64_t n = f.offset();
-  f.Commit();
-  return n;
+  return WriteOneFile(
+      path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); }, o.inputs, o.allow_overwrite_input);
 }
 
 uint64_t WritePtdLayout(const PtdLayout& l, const std::string& path, const WriteOptions& o) {
-  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
-  StreamPtd(l, f, o.progress);
-  uint64_t n = f.offset();
-  f.Commit();
-  return n;
+  return WriteOneFile(
+      path, [&](AtomicFile& f) { StreamPtd(l, f, o.progress); }, o.inputs, o.allow_overwrite_input);
 }
 
 namespace {
@@ -702,211 +693,27 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   return out;
 }
 
-namespace {
-
-std::string PathKey(const std::string& p) {
-  std::error_code ec;
-  auto w = std::filesystem::weakly_canonical(std::filesystem::absolute(p), ec);
-  return ec ? std::filesystem::absolute(p).lexically_normal().string() : w.string();
-}
-
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {};
-  struct stat sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-[[noreturn]] void Refuse(const std::string& code, const std::string& path, const std::string& message) {
-  Finding f;
-  f.code = code;
-  f.file = path;
-  f.message = message;
-  throw Error(std::move(f));
-}
-
-// Reads the staged files back with the reader's checks; throws the findings.
-void CheckStaged(const std::vector<std::pair<std::string, std::string>>& staged_ptds, const std::string& staged_pte,
-                 const std::string& pte_path) {
-  std::vector<Finding> errors;
-  auto collect = [&](const Report& rep, const std::string& target) {
-    for (Finding f : rep.findings()) {
-      if (f.severity != Finding::Severity::kError) continue;
-      f.file = target;
-      errors.push_back(std::move(f));
-    }
-  };
-  std::vector<std::unique_ptr<PtdFile>> ptds;
-  std::vector<const PtdFile*> ptrs;
-  for (const auto& [name, target] : staged_ptds) {
-    ptds.push_back(PtdFile::Open(name));
-    ptrs.push_back(ptds.back().get());
-    collect(ptds.back()->report(), target);
-  }
-  auto pte = PteFile::Open(staged_pte);
-  pte->CheckExternalKeys(ptrs);
-  collect(pte->report(), pte_path);
-  if (errors.empty()) return;
-  Finding f = errors.front();
-  f.code = "output-invalid";
-  f.message = "refusing to write an invalid program (" + std::to_string(errors.size()) +
-              " problem(s); nothing was written): " + errors.front().message + " [" + errors.front().code + "]";
-  throw Error(std::move(f));
-}
-
-}  // namespace
-
-namespace {
-
-using PtdPlan = std::vector<std::pair<std::string, PtdLayout>>;  // path, layout
-
-bool IsInput(const std::string& path, const WriteOptions& o) {
-  for (const auto& in : o.inputs) {
-    if (SameFile(in, path)) return true;
-  }
-  return false;
-}
-
-// A .ptd that would replace an input of its name is named after the output:
-// "dir/out.ptd", or "dir/out-TAG.ptd" when there are several.
-std::string PtdNamedAfter(const std::string& pte_path, const std::string& tag, size_t count) {
-  std::filesystem::path p(pte_path);
-  std::string stem = p.stem().string();
-  if (p.extension() != ".pte") stem = p.filename().string();
-  const std::filesystem::path dir = p.parent_path();
-  const std::string name = count > 1 ? stem + "-" + tag + ".ptd" : stem + ".ptd";
-  return dir.empty() ? name : (dir / name).string();
-}
-
-// Refuses collisions and foreign files before anything is written: two
-// outputs with one name, an output path that may not be written, an existing
-// .ptd that was not an input (unless forced). The .pte is the last target.
-void RefuseBadTargets(const std::vector<std::string>& targets, const std::vector<const ExternalFile*>& external,
-                      const WriteOptions& o) {
-  std::map<std::string, std::string> seen;  // canonical path -> what it is
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const bool is_pte = i + 1 == targets.size();
-    const std::string what = is_pte ? "the program" : "the data file of tag \"" + external[i]->tag + "\"";
-    auto [it, fresh] = seen.emplace(PathKey(targets[i]), what);
-    if (!fresh) {
-      Refuse("output-collision", targets[i],
-             "output name collision: this path would be both " + it->second + " and " + what +
-                 "; choose another output name or tag");
-    }
-    CheckOutputPath(targets[i]);
-    if (!is_pte && ::access(targets[i].c_str(), F_OK) == 0 && !o.force) {
-      bool is_input = false;
-      for (const auto& in : o.inputs) is_input = is_input || SameFile(in, targets[i]);
-      if (!is_input) {
-        Refuse("output-exists", targets[i],
-               "a .ptd of this name already exists and was not an input (it may belong to another program); "
-               "pass --force to replace it, or write to another directory");
-      }
-    }
-  }
-}
-
-// Checks that every target could be opened for writing (a dry run only
-// refuses overwriting an input).
-void ProbeTargets(const std::vector<std::string>& targets, const WriteOptions& o) {
-  AtomicFile::Options ao{o.inputs, o.allow_overwrite_input, {}};
-  for (const auto& t : targets) {
-    if (!o.dry_run) {
-      AtomicFile probe(t, ao);
-      continue;
-    }
-    for (const auto& in : o.inputs) {
-      if (!o.allow_overwrite_input && SameFile(in, t)) {
-        Refuse(
-            "overwrite-input", t,
-            "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)");
-      }
-    }
-  }
-}
-
-// Every file is written and committed (flushed, synced) under a staging
-// name first; only when all of them are complete and read back valid are
-// they renamed into place. AtomicFile writes its buffer out in Commit, so
-// committing the real targets one after the other could replace the .ptd
-// files and then fail on the .pte (full disk), pairing new data with an
-// old program. The staging names never are inputs.
-void StageCheckAndRename(const PteLayout& l, const PtdPlan& ptds, const std::vector<std::string>& kept,
-                         const std::string& pte_path, const WriteOptions& o, WriteResult& r) {
-  StagedFiles staged;
-  auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
-    std::string name = StagedFiles::NameFor(target);
-    AtomicFile::Options so;
-    so.replaces = target;  // keep the replaced file's mode and owner
-    AtomicFile f(name, so);
-    write(f);
-    uint64_t n = f.offset();
-    f.Commit();
-    staged.Add(name, target);
-    return n;
-  };
-  for (const auto& pd : ptds) {
-    const PtdLayout& pl = pd.second;  // (C++17 lambdas cannot capture structured bindings)
-    r.ptds.push_back({pd.first, stage(pd.first, [&](AtomicFile& f) { StreamPtd(pl, f, o.progress); })});
-  }
-  r.pte = {pte_path, stage(pte_path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); })};
-  {
-    const auto& files = staged.files();
-    std::vector<std::pair<std::string, std::string>> staged_ptds(files.begin(), files.end() - 1);
-    for (const auto& k : kept) staged_ptds.emplace_back(k, k);
-    CheckStaged(staged_ptds, files.back().first, pte_path);
-  }
-  // All or nothing: a failed rename restores the files renamed before it,
-  // so new data is never paired with an old program.
-  staged.RenameAll();
-}
-
-}  // namespace
-
 WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
                          const WriteOptions& o) {
   WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
-  PteLayout l = LayoutPte(pkg, cfg);
-  std::string dir;
-  auto slash = pte_path.find_last_of('/');
-  if (slash != std::string::npos) dir = pte_path.substr(0, slash + 1);
+  const PteLayout l = LayoutPte(pkg, cfg);
   // Lay out every .ptd before writing anything, so layout errors leave no files.
-  PtdPlan ptds;
-  for (const auto& ef : l.external) ptds.emplace_back(dir + ef.tag + ".ptd", LayoutPtd(ef, cfg.ptd_segment_alignment));
+  std::vector<PtdLayout> ptds;
+  for (const auto& ef : l.external) ptds.push_back(LayoutPtd(ef, l.ptd_segment_alignment));
+  PendingOutputs out;
+  out.pte_path = pte_path;
+  out.pte_size = l.total_size();
+  out.stream_pte = [&](AtomicFile& f) { StreamPte(l, f, o.progress); };
+  for (size_t i = 0; i < ptds.size(); ++i) {
+    const PtdLayout& pl = ptds[i];
+    out.ptds.push_back({l.external[i].tag, pl.total_size(), [&o, &pl](AtomicFile& f) { StreamPtd(pl, f, o.progress); },
+                        [&pl](const Bytes& existing) { return !FirstDifference(pl, existing); }});
+  }
   WriteResult r;
   r.flatbuffer_size = l.head.size() - l.header_size;  // README, "Sizes": program size - header
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
-  // .ptd inputs beside the output: kept when unchanged, else not overwritten.
-  std::vector<std::string> kept;
-  PtdPlan to_write;
-  std::vector<const ExternalFile*> to_write_ef;
-  for (size_t i = 0; i < ptds.size(); ++i) {
-    std::string& target = ptds[i].first;
-    if (!o.allow_overwrite_input && IsInput(target, o)) {
-      if (!FirstDifference(ptds[i].second, MappedFile::Open(target)->All())) {
-        kept.push_back(target);
-        continue;
-      }
-      target = PtdNamedAfter(pte_path, l.external[i].tag, ptds.size());
-    }
-    to_write.push_back(std::move(ptds[i]));
-    to_write_ef.push_back(&l.external[i]);
-  }
-  std::vector<std::string> targets;
-  for (const auto& pd : to_write) targets.push_back(pd.first);
-  targets.push_back(pte_path);
-  RefuseBadTargets(targets, to_write_ef, o);
-  ProbeTargets(targets, o);
-  if (o.dry_run) {
-    for (const auto& pd : to_write) r.ptds.push_back({pd.first, pd.second.total_size(), false});
-    r.pte = {pte_path, l.total_size()};
-  } else {
-    StageCheckAndRename(l, to_write, kept, pte_path, o, r);
-  }
-  for (const auto& k : kept) {
-    struct stat st {};
-    r.ptds.push_back({k, ::stat(k.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0, true});
-  }
+  WriteOutputs(out, o, r);
   return r;
 }
 

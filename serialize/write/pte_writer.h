@@ -6,7 +6,8 @@
 // extract_delegate_segments is set, named data segments, each segment at
 // lcm(segment_alignment, its alignment); then the flatbuffer, the eh00
 // header padded to the schema's largest force_align, and the segments.
-// Output is streamed to a temp file and renamed into place.
+// Every number is layout/file_plan.h's; WritePackage's files go through
+// serialize/write/output_files.h (staged, read back once, renamed).
 #pragma once
 
 #include <optional>
@@ -27,7 +28,8 @@ struct PteLayout {
   uint64_t header_size = 8;          // root offset, id and the eh00 header (PteFile::header_size)
   uint64_t segment_base_offset = 0;  // 0 without segments
   SegmentPlan segments;
-  std::vector<ExternalFile> external;  // .ptd files to write alongside
+  std::vector<ExternalFile> external;    // .ptd files to write alongside
+  uint64_t ptd_segment_alignment = 128;  // theirs (BackendConfig::ptd_segment_alignment)
   uint64_t dedup_bytes_saved = 0;
   uint64_t total_size() const {
     return segments.empty() || segments.data_size() == 0 ? head.size() : segment_base_offset + segments.data_size();
