@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ptepack/config.h"
+#include "ptepack/error.h"
 #include "ptepack/package.h"
 
 namespace ptepack {
@@ -40,6 +41,10 @@ struct WriteResult {
   uint64_t flatbuffer_size = 0;  // the program's bytes after its header (README, "Sizes")
   size_t num_segments = 0;
   uint64_t dedup_bytes_saved = 0;
+  // What reading the written files back found (once, before they were
+  // renamed into place), each located at its output: warnings and notes,
+  // since an error refuses the write.
+  std::vector<Finding> findings;
 };
 
 // Writes `pte_path` and, for external data, "<tag>.ptd" files in the same

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "serialize/bpte/bpte.h"
+#include "serialize/write/output_files.h"
 
 namespace ptepack::bpte {
 namespace fs = std::filesystem;
@@ -29,12 +30,7 @@ struct RemoveOnExit {
 }  // namespace
 
 void WriteOutputFile(const std::string& out, const Bytes& data, const std::vector<std::string>& inputs) {
-  CheckOutputPath(out);
-  AtomicFile::Options o;
-  o.inputs = inputs;
-  AtomicFile f(out, o);
-  f.Write(data);
-  f.Commit();
+  (void)WriteOneFile(out, data, inputs);
 }
 
 void WriteTestsDirectory(const std::string& dir, const BundledProgramData& data, bool force,

@@ -699,6 +699,24 @@ class AtomicFile::Unbuffered {
   std::thread thread_;
 };
 
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void RefuseOverwriteInput(const std::string& path, const std::vector<std::string>& inputs) {
+  for (const auto& in : inputs) {
+    if (!SameFile(in, path)) continue;
+    Finding f;
+    f.code = "overwrite-input";
+    f.file = path;
+    f.message =
+        "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)";
+    throw Error(std::move(f));
+  }
+}
+
 AtomicFile::AtomicFile(const std::string& path, const Options& options)
     : path_(path), sync_(options.sync), direct_(options.direct) {
   if (direct_) {
@@ -706,20 +724,7 @@ AtomicFile::AtomicFile(const std::string& path, const Options& options)
     return;
   }
   CheckOutputPath(path);
-  struct stat target {};
-  if (::stat(path.c_str(), &target) == 0 && !options.allow_overwrite_input) {
-    for (const auto& in : options.inputs) {
-      struct stat s {};
-      if (::stat(in.c_str(), &s) == 0 && s.st_dev == target.st_dev && s.st_ino == target.st_ino) {
-        Finding f;
-        f.code = "overwrite-input";
-        f.file = path;
-        f.message =
-            "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)";
-        throw Error(std::move(f));
-      }
-    }
-  }
+  if (!options.allow_overwrite_input) RefuseOverwriteInput(path, options.inputs);
   std::random_device rd;
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     tmp_path_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() & 0xffffff);

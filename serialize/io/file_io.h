@@ -247,6 +247,13 @@ class StagedFiles {
 // Throws Error("write-failed").
 void SyncTree(const std::string& dir);
 
+// The one "same file" rule: two paths name one file when both exist with
+// the same device and inode (a link, another spelling, ./x).
+bool SameFile(const std::string& a, const std::string& b);
+// Refuses to write `path` when it is the same file as one of `inputs`:
+// Error("overwrite-input") located at `path`, naming the input.
+void RefuseOverwriteInput(const std::string& path, const std::vector<std::string>& inputs);
+
 // Outputs that are symbolic links are refused (never followed, never
 // replaced): the message names the link's target. Outputs that exist and are
 // not regular files (directories, FIFOs, devices) are refused too.

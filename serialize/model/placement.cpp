@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "flat_tensor_views_generated.h"
+#include "layout/file_plan.h"
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/dedup.h"
@@ -160,7 +161,7 @@ class ExternalMover {
     const bool is_mutable = planned && pkg_.mutable_data && idx < pkg_.mutable_data->size();
     if (planned && !is_mutable) return;
     ConstantTensorInfo info = InfoOf(plan, vi, t, is_mutable);
-    std::optional<std::string> tag = TagFor(info);
+    std::optional<std::string> tag = ExternalTagFor(info, cfg_);
     if (tag) {
       Move(own(), idx, info, *tag);
     } else if (is_mutable) {
@@ -182,13 +183,6 @@ class ExternalMover {
     info.nbytes = TensorNbytes(t).value_or(0);
     info.mutable_weight = is_mutable;
     return info;
-  }
-
-  std::optional<std::string> TagFor(const ConstantTensorInfo& info) const {
-    if (info.mutable_weight) return cfg_.external_mutable_weights ? std::optional(cfg_.external_tag) : std::nullopt;
-    if (cfg_.external_constants_fn) return cfg_.external_constants_fn(info);
-    if (cfg_.external_constants) return cfg_.external_tag;
-    return std::nullopt;
   }
 
   Bytes DataOf(uint64_t idx, const ConstantTensorInfo& info) {

@@ -1,27 +1,20 @@
 #include "serialize/write/pte_writer.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <functional>
-#include <map>
 #include <set>
 #include <utility>
 
 #include "flat_tensor_legacy_views_generated.h"
 #include "flat_tensor_views_generated.h"
-#include "layout/alignment.h"
+#include "layout/file_plan.h"
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/io/file_io.h"
 #include "serialize/model/dedup.h"
 #include "serialize/model/placement.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
+#include "serialize/write/output_files.h"
 #include "serialize/write/segment_writer.h"
 
 namespace ptepack {
@@ -31,19 +24,6 @@ using executorch_flatbuffer::DataLocation;
 using executorch_flatbuffer::TensorDataLocation;
 
 namespace {
-
-// Index of the segment holding `data`: an earlier one with the same bytes, or
-// a new one appended to `plan`.
-size_t AddDedupedBlob(SegmentPlan& plan, DedupIndex& dedup, const Bytes& data, uint64_t alignment = 1) {
-  size_t next = plan.segments().size();
-  if (auto existing = dedup.FindOrAdd(data, next)) return *existing;
-  PlannedSegment seg;
-  seg.pieces.push_back(Piece{0, data});
-  seg.size = data.size;
-  seg.alignment = alignment;
-  plan.Add(std::move(seg));
-  return next;
-}
 
 // A lower bound of the encoded size of a tree: the bytes of its strings and
 // scalar vectors with their length fields. Cheap, and reads no data.
@@ -172,20 +152,6 @@ void DedupMutableData(Package& pkg) {
 
 }  // namespace
 
-void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments) {
-  if (program_bytes > kMaxProgramBytes) {
-    throw Error("limit-exceeded",
-                "program flatbuffer would be at least " + std::to_string(program_bytes) +
-                    " bytes; FlatBuffers cannot address more than 2 GiB (" + std::to_string(kMaxProgramBytes) +
-                    " bytes). Move constants or delegate data out of the flatbuffer (inline_constants=false, "
-                    "extract_delegate_segments=true) or into .ptd files");
-  }
-  if (num_segments > kMaxSegments) {
-    throw Error("limit-exceeded", std::to_string(num_segments) + " segments; segment indices are 32-bit (at most " +
-                                      std::to_string(kMaxSegments) + " segments)");
-  }
-}
-
 namespace {
 
 fb::Value SubsegmentsValue(size_t segment_index, const std::vector<uint64_t>& offsets) {
@@ -196,97 +162,190 @@ fb::Value SubsegmentsValue(size_t segment_index, const std::vector<uint64_t>& of
   return fb::TableValue(so);
 }
 
-// Constant segment: every constant_buffer entry padded to the tensor alignment.
-void PlaceConstants(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
-  auto& cb = p.constant_buffer();
-  if (cfg.inline_constants || cb.elems().empty()) return;
-  std::vector<Bytes> items;
-  for (auto& b : cb.elems()) items.push_back(b.table() ? Buffer{*b.table()}.get_storage() : Bytes{});
-  std::vector<uint64_t> offsets;
-  PlannedSegment seg = ConcatSegment(items, cfg.tensor_alignment(), &offsets);
-  p.constant_segment() = SubsegmentsValue(plan.segments().size(), offsets);
-  cb = fb::OffsetVector({}, reflection::Obj);
-  plan.Add(std::move(seg));
+std::vector<uint64_t> Sizes(const std::vector<Bytes>& items) {
+  std::vector<uint64_t> sizes;
+  for (const auto& b : items) sizes.push_back(b.size);
+  return sizes;
 }
 
-// Mutable data segment (no padding: it is copied at load time).
-void PlaceMutableData(Program<>& p, const Package& pkg, SegmentPlan& plan) {
-  if (!pkg.mutable_data) return;
-  std::vector<uint64_t> offsets;
-  PlannedSegment seg = ConcatSegment(*pkg.mutable_data, 1, &offsets);
-  if (seg.size == 0) return;
-  p.mutable_data_segments() = fb::OffsetVector({SubsegmentsValue(plan.segments().size(), offsets)}, reflection::Obj);
-  plan.Add(std::move(seg));
-}
-
-// Delegate payloads to segments (equal payloads share one); empty payloads stay inline.
-uint64_t ExtractDelegates(Program<>& p, SegmentPlan& plan) {
-  auto& bdd = p.backend_delegate_data();
-  std::vector<fb::Value> remaining;
-  std::vector<bool> seen(bdd.elems().size(), false);
+// Sizes, alignments and the dedup decision (the first earlier blob of equal
+// bytes) of `items`; `skip`ped items (empty delegate payloads) are not
+// compared.
+std::vector<BlobSpec> Specs(const std::vector<Bytes>& items, const std::vector<uint64_t>& alignments,
+                            bool skip_empty = false) {
+  std::vector<BlobSpec> specs;
   DedupIndex dedup;
+  for (size_t i = 0; i < items.size(); ++i) {
+    size_t content = i;
+    if (!(skip_empty && items[i].size == 0)) content = dedup.FindOrAdd(items[i], i).value_or(i);
+    specs.push_back(BlobSpec{items[i].size, alignments.empty() ? 1 : alignments[i], content});
+  }
+  return specs;
+}
+
+// The bytes of each planned segment: its pieces at the planned offsets.
+// `lists` gives the data a segment kind's item indices refer to.
+SegmentPlan SegmentsOf(const std::vector<SegmentSlot>& spans,
+                       const std::function<const std::vector<Bytes>&(SegmentKind)>& lists) {
+  SegmentPlan plan;
+  for (const auto& span : spans) {
+    const std::vector<Bytes>& data = lists(span.kind);
+    PlannedSegment seg;
+    seg.offset = span.offset;
+    seg.size = span.size;
+    seg.alignment = span.alignment;
+    uint64_t at = 0;
+    for (size_t j = 0; j < span.items.size(); ++j) {
+      const Bytes& b = data[span.items[j]];
+      seg.pieces.push_back(Piece{span.item_offsets[j] - at, b});
+      at = span.item_offsets[j] + b.size;
+    }
+    plan.Add(std::move(seg));
+  }
+  return plan;
+}
+
+// Calls `fn` on each delegate of each plan, in program order; `own` owns
+// (copy-on-write) the plans and delegates it visits.
+void ForEachDelegate(Program<>& p, bool own, const std::function<void(const fb::Table&, fb::Value*)>& fn) {
   for (auto& pl : p.execution_plan().mutable_elems()) {
     if (ExecutionPlan{std::as_const(*pl.table())}.delegates().elems().empty()) continue;
+    if (!own) {
+      for (const auto& del : ExecutionPlan{std::as_const(*pl.table())}.delegates().elems()) fn(*del.table(), nullptr);
+      continue;
+    }
     for (auto& del : ExecutionPlan{fb::Own(pl.mutable_table())}.delegates().mutable_elems()) {
-      BackendDelegate delegate{fb::Own(del.mutable_table())};
-      auto& processed = delegate.processed();
-      if (!processed.table() ||
-          BackendDelegateDataReference{*processed.table()}.get_location() != DataLocation::INLINE) {
-        throw Error("bad-program", "delegate data must be inline before layout (" + delegate.get_id() + ")");
-      }
-      uint64_t idx = BackendDelegateDataReference{*processed.table()}.get_index();
-      if (idx >= bdd.elems().size()) {
-        throw Error("index-out-of-range", "delegate processed index " + std::to_string(idx) +
-                                              " >= backend_delegate_data size " + std::to_string(bdd.elems().size()));
-      }
-      seen[idx] = true;
-      const Bytes& data = BackendDelegateInlineData{*bdd.elems()[idx].table()}.get_data();
-      if (data.size > 0) {
-        auto r = BackendDelegateDataReference<>::New();
-        BackendDelegateDataReference ref{*r};
-        ref.set_location(DataLocation::SEGMENT);
-        ref.set_index(static_cast<uint32_t>(AddDedupedBlob(plan, dedup, data)));
-        processed = fb::TableValue(r);
-      } else {
-        remaining.push_back(bdd.elems()[idx]);
-        BackendDelegateDataReference{fb::Own(processed.mutable_table())}.set_index(
-            static_cast<uint32_t>(remaining.size() - 1));
-      }
+      fn(*del.table(), &del);
     }
   }
+}
+
+// Each delegate's inline payload, in program order, checked: inline before
+// layout, index in range, every backend_delegate_data entry used.
+std::vector<Bytes> DelegatePayloads(Program<>& p) {
+  const auto& bdd = p.backend_delegate_data();
+  std::vector<Bytes> payloads;
+  std::vector<bool> seen(bdd.elems().size(), false);
+  ForEachDelegate(p, false, [&](const fb::Table& del, fb::Value*) {
+    BackendDelegate delegate{del};
+    const auto& processed = delegate.processed();
+    if (!processed.table() || BackendDelegateDataReference{*processed.table()}.get_location() != DataLocation::INLINE) {
+      throw Error("bad-program", "delegate data must be inline before layout (" + delegate.get_id() + ")");
+    }
+    uint64_t idx = BackendDelegateDataReference{*processed.table()}.get_index();
+    if (idx >= bdd.elems().size()) {
+      throw Error("index-out-of-range", "delegate processed index " + std::to_string(idx) +
+                                            " >= backend_delegate_data size " + std::to_string(bdd.elems().size()));
+    }
+    seen[idx] = true;
+    payloads.push_back(BackendDelegateInlineData{*bdd.elems()[idx].table()}.get_data());
+  });
   for (size_t i = 0; i < seen.size(); ++i) {
     if (!seen[i])
       throw Error("bad-program", "backend_delegate_data[" + std::to_string(i) + "] is not used by any delegate");
   }
+  return payloads;
+}
+
+// Points each delegate at its planned segment, or at its entry of the
+// backend_delegate_data that stays inline (empty payloads).
+void ApplyDelegatePlacement(Program<>& p, const std::vector<DelegatePlacement>& placed) {
+  auto& bdd = p.backend_delegate_data();
+  std::vector<fb::Value> remaining;
+  size_t i = 0;
+  ForEachDelegate(p, true, [&](const fb::Table&, fb::Value* del) {
+    BackendDelegate delegate{fb::Own(del->mutable_table())};
+    auto& processed = delegate.processed();
+    const DelegatePlacement& d = placed[i++];
+    if (d.in_segment) {
+      auto r = BackendDelegateDataReference<>::New();
+      BackendDelegateDataReference ref{*r};
+      ref.set_location(DataLocation::SEGMENT);
+      ref.set_index(d.index);
+      processed = fb::TableValue(r);
+      return;
+    }
+    remaining.push_back(bdd.elems()[BackendDelegateDataReference{*processed.table()}.get_index()]);
+    BackendDelegateDataReference{fb::Own(processed.mutable_table())}.set_index(d.index);
+  });
   if (bdd.present() || !remaining.empty()) bdd = fb::OffsetVector(std::move(remaining), reflection::Obj);
-  return dedup.bytes_saved();
 }
 
-// Named data stored in the .pte, one segment per distinct blob.
-uint64_t PlaceNamedData(Program<>& p, const Package& pkg, SegmentPlan& plan) {
-  if (pkg.named_data.empty()) return 0;
-  auto& nd = p.named_data();
-  if (!nd.elems().empty()) throw Error("bad-program", "program already has named data");
-  std::vector<fb::Value> entries;
-  DedupIndex dedup;
-  for (const auto& blob : pkg.named_data) {
-    size_t si = AddDedupedBlob(plan, dedup, blob.data, blob.alignment);
-    auto e = NamedData<>::New();
-    NamedData entry{*e};
-    entry.set_key(blob.key);
-    entry.set_segment_index(static_cast<uint32_t>(si));
-    entries.push_back(fb::TableValue(e));
+// The pieces of a .pte as layout/ sees them, and their bytes.
+struct PtePieces {
+  PteSegmentInputs in;
+  std::vector<Bytes> constants, mutable_data, delegates, named;
+  // The list a segment of `kind` takes its pieces from.
+  const std::vector<Bytes>& Of(SegmentKind kind) const {
+    switch (kind) {
+      case SegmentKind::kConstants:
+        return constants;
+      case SegmentKind::kMutableData:
+        return mutable_data;
+      case SegmentKind::kDelegate:
+        return delegates;
+      default:
+        return named;
+    }
   }
-  nd = fb::OffsetVector(std::move(entries), reflection::Obj);
-  return dedup.bytes_saved();
+};
+
+PtePieces GatherPte(Program<>& p, const Package& pkg, const LayoutSettings& s) {
+  PtePieces out;
+  out.in.segment_alignment = s.segment_alignment;
+  out.in.tensor_alignment = s.tensor_alignment;
+  const auto& cb = p.constant_buffer();
+  if (!s.inline_constants && !cb.elems().empty()) {
+    for (auto& b : cb.elems()) out.constants.push_back(b.table() ? Buffer{*b.table()}.get_storage() : Bytes{});
+    out.in.constants = Sizes(out.constants);
+  }
+  if (pkg.mutable_data) {
+    out.mutable_data = *pkg.mutable_data;
+    out.in.mutable_data = Sizes(out.mutable_data);
+  }
+  out.in.extract_delegates = s.extract_delegates;
+  if (s.extract_delegates) {
+    out.delegates = DelegatePayloads(p);
+    out.in.delegates = Specs(out.delegates, {}, /*skip_empty=*/true);
+  }
+  if (!pkg.named_data.empty() && !p.named_data().elems().empty()) {
+    throw Error("bad-program", "program already has named data");
+  }
+  std::vector<uint64_t> alignments;
+  for (const auto& blob : pkg.named_data) {
+    out.named.push_back(blob.data);
+    alignments.push_back(blob.alignment);
+  }
+  out.in.named_data = Specs(out.named, alignments);
+  return out;
 }
 
-// Places the segments and lists them in Program.segments.
-void ListSegments(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
-  plan.Place(cfg.segment_alignment);
+// Copies the plan's numbers into the program: constant and mutable
+// subsegments, delegate references, named data entries, Program.segments.
+void ApplySegmentsPlan(Program<>& p, const Package& pkg, const PteSegmentInputs& in, const PteSegmentsPlan& plan) {
+  if (plan.constant_segment) {
+    p.constant_segment() = SubsegmentsValue(*plan.constant_segment, plan.constant_offsets);
+    p.constant_buffer() = fb::OffsetVector({}, reflection::Obj);
+  }
+  if (plan.mutable_segment) {
+    p.mutable_data_segments() =
+        fb::OffsetVector({SubsegmentsValue(*plan.mutable_segment, plan.mutable_offsets)}, reflection::Obj);
+  }
+  if (in.extract_delegates) ApplyDelegatePlacement(p, plan.delegates);
+  if (!pkg.named_data.empty()) {
+    std::vector<fb::Value> entries;
+    for (size_t i = 0; i < pkg.named_data.size(); ++i) {
+      auto e = NamedData<>::New();
+      NamedData entry{*e};
+      entry.set_key(pkg.named_data[i].key);
+      entry.set_segment_index(plan.named_segments[i]);
+      entries.push_back(fb::TableValue(e));
+    }
+    p.named_data() = fb::OffsetVector(std::move(entries), reflection::Obj);
+  }
   auto& segs = p.segments();
   if (!segs.present()) segs = fb::OffsetVector({}, reflection::Obj);
-  for (const auto& s : plan.segments()) {
+  for (const auto& s : plan.segments) {
     auto ds = DataSegment<>::New();
     DataSegment segment{*ds};
     segment.set_offset(s.offset);
@@ -295,46 +354,40 @@ void ListSegments(Program<>& p, const BackendConfig& cfg, SegmentPlan& plan) {
   }
 }
 
-fb::Encoded EncodeProgram(const fb::Table& p, const BackendConfig& cfg, size_t num_segments) {
+fb::Encoded EncodeProgram(const fb::Table& p, const LayoutSettings& s, size_t num_segments) {
   // Refuse before encoding: the encoder would need the whole buffer in memory.
   CheckFormatLimits(PayloadBytes(p), num_segments);
   fb::EncodeOptions eo;
-  eo.order = cfg.flatbuffer_order;
-  eo.force_align["Buffer.storage"] = cfg.tensor_alignment();
-  eo.force_align["BackendDelegateInlineData.data"] = cfg.delegate_data_alignment();
+  eo.order = s.order;
+  eo.force_align["Buffer.storage"] = s.tensor_alignment;
+  eo.force_align["BackendDelegateInlineData.data"] = s.delegate_alignment;
   return fb::Encode(S(), p, eo);
 }
 
 // The flatbuffer with the eh00 header (when there are segments) in front.
-void AssembleHead(fb::Encoded enc, const BackendConfig& cfg, PteLayout& out) {
-  const SegmentPlan& plan = out.segments;
-  if (plan.data_size() == 0) {
+void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
+  out.segment_base_offset = h.segment_base_offset;
+  out.header_size = h.header_size;
+  if (!h.has_header) {
     out.head = std::move(enc.data);
-    out.segment_base_offset = 0;
-    // A tiny program (no methods, nothing else) encodes to fewer bytes than
-    // the runtime reads first; zeros after the flatbuffer make it loadable.
-    if (out.head.size() < kRuntimeHeadBytes) out.head.resize(kRuntimeHeadBytes, 0);
+    out.head.resize(h.head_size, 0);
     return;
   }
-  ExtendedHeader h;
-  h.has_segment_data_size = !cfg.legacy_extended_header;
-  uint64_t padded =
-      AlignUp(h.has_segment_data_size ? kExtendedHeaderLength : kExtendedHeaderMinLength, enc.max_force_align);
-  h.program_size = padded + enc.data.size();
-  h.segment_base_offset = AlignUp(h.program_size, cfg.segment_alignment);
-  h.segment_data_size = plan.data_size();
-  std::vector<uint8_t> hb = EncodeExtendedHeader(h);
-  out.header_size = 8 + hb.size();
-  hb.resize(padded, 0);
+  ExtendedHeader eh;
+  eh.has_segment_data_size = h.header_size - 8 == kExtendedHeaderLength;
+  eh.program_size = h.program_size;
+  eh.segment_base_offset = h.segment_base_offset;
+  eh.segment_data_size = h.segment_data_size;
+  std::vector<uint8_t> hb = EncodeExtendedHeader(eh);
+  hb.resize(h.padded_header, 0);
   out.head = InsertHeader(enc.data, hb);
-  out.segment_base_offset = h.segment_base_offset;
 }
 
 }  // namespace
 
 // The steps of ExecuTorch's serializer (_program.py serialize_pte_binary):
-// placement of external data, then constant, mutable, delegate and named
-// segments, then the flatbuffer and its header.
+// placement of external data; the pieces' sizes to layout/'s segment plan,
+// copied into the program; the flatbuffer; layout/'s header plan.
 PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   cfg.Validate();
   if (!in.program) throw Error("bad-program", "package has no program");
@@ -342,114 +395,115 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   // Copy-on-write: the steps below own (fb::Own) only the tables they change.
   pkg.program = fb::ShallowClone(*in.program);
   ApplyPlacement(pkg, cfg);
+  const LayoutSettings s = LayoutSettingsOf(cfg);
   DedupMutableData(pkg);
   Program p{*pkg.program};
+  PtePieces pieces = GatherPte(p, pkg, s);
+  const PteSegmentsPlan plan = PlanPteSegments(pieces.in);
+  if (!s.extract_delegates && s.dedup_inline_delegate_data) DedupInlineDelegateData(*pkg.program);
+  ApplySegmentsPlan(p, pkg, pieces.in, plan);
   PteLayout out;
-  PlaceConstants(p, cfg, out.segments);
-  PlaceMutableData(p, pkg, out.segments);
-  if (cfg.extract_delegate_segments) {
-    out.dedup_bytes_saved += ExtractDelegates(p, out.segments);
-  } else if (cfg.dedup_inline_delegate_data) {
-    DedupInlineDelegateData(*pkg.program);
-  }
-  out.dedup_bytes_saved += PlaceNamedData(p, pkg, out.segments);
-  ListSegments(p, cfg, out.segments);
-  fb::Encoded enc = EncodeProgram(*pkg.program, cfg, out.segments.segments().size());
+  out.dedup_bytes_saved = plan.dedup_bytes_saved;
+  out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& { return pieces.Of(k); });
+  fb::Encoded enc = EncodeProgram(*pkg.program, s, plan.segments.size());
   out.flatbuffer_size = enc.data.size();
+  PteHeadInputs head;
+  head.flatbuffer_size = enc.data.size();
+  head.max_force_align = enc.max_force_align;
+  head.header_length = s.legacy_extended_header ? kExtendedHeaderMinLength : kExtendedHeaderLength;
+  head.min_file_size = kRuntimeHeadBytes;
+  head.segment_data_size = plan.data_size;
+  head.segment_alignment = s.segment_alignment;
+  out.ptd_segment_alignment = s.ptd_segment_alignment;
+  AssembleHead(std::move(enc), PlanPteHead(head), out);
   out.external = std::move(pkg.external);
-  AssembleHead(std::move(enc), cfg, out);
   CheckFormatLimits(out.head.size(), out.segments.segments().size());
   return out;
 }
 
 namespace {
 
+// The FlatTensor head: FH01 header, flatbuffer, zeros to the segment base.
+std::vector<uint8_t> PtdHead(std::vector<uint8_t> flatbuffer, const PtdHeadPlan& h) {
+  FlatTensorHeader fh;
+  fh.flatbuffer_offset = h.padded_header;
+  fh.flatbuffer_size = h.flatbuffer_size;
+  fh.segment_base_offset = h.segment_base_offset;
+  fh.segment_data_size = h.segment_data_size;
+  std::vector<uint8_t> hb = EncodeFlatTensorHeader(fh);
+  hb.resize(h.padded_header, 0);
+  flatbuffer.resize(h.padded_flatbuffer, 0);
+  std::vector<uint8_t> head = InsertHeader(flatbuffer, hb);
+  head.resize(h.segment_base_offset, 0);
+  return head;
+}
+
+template <typename Segment>
+std::vector<fb::Value> SegmentList(const std::vector<SegmentSlot>& spans) {
+  std::vector<fb::Value> segs;
+  for (const auto& s : spans) {
+    auto ds = Segment::New();
+    Segment segment{*ds};
+    segment.set_offset(s.offset);
+    segment.set_size(s.size);
+    segs.push_back(fb::TableValue(ds));
+  }
+  return segs;
+}
+
 // FlatTensor layout of before June 2025: all tensors share the first
 // segment, each padded to tensor_alignment; the flatbuffer and header are
 // padded to tensor_alignment too.
-// The legacy tensors list: every tensor in segment 0, each padded to the
-// tensor alignment `ta` (equal tensors stored once).
-std::vector<fb::Value> LegacyTensors(const ExternalFile& file, uint64_t ta, PlannedSegment& tensor_seg) {
-  DedupIndex dedup;
-  std::vector<uint64_t> offsets;  // by dedup id
-  std::vector<fb::Value> tensors;
+PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) {
+  const uint64_t ta = std::max<uint32_t>(1, file.legacy_tensor_alignment);
+  std::vector<const NamedBlob*> tensors, named;
+  std::vector<Bytes> tensor_data, named_data;
+  std::vector<uint64_t> named_alignments;
   for (const auto& e : file.entries) {
-    if (!e.legacy_tensor) continue;
-    auto existing = dedup.FindOrAdd(e.data, offsets.size());
-    uint64_t off;
-    if (existing) {
-      off = offsets[*existing];
-    } else {
-      uint64_t pad = tensor_seg.size > 0 ? PaddingRequired(tensor_seg.size, ta) : 0;
-      off = tensor_seg.size + pad;
-      tensor_seg.pieces.push_back(Piece{pad, e.data});
-      tensor_seg.size = off + e.data.size;
-      offsets.push_back(off);
-    }
+    (e.legacy_tensor ? tensors : named).push_back(&e);
+    (e.legacy_tensor ? tensor_data : named_data).push_back(e.data);
+    if (!e.legacy_tensor) named_alignments.push_back(e.alignment);
+  }
+  const LegacyPtdSegmentsPlan plan =
+      PlanLegacyPtdSegments(Specs(tensor_data, {}), ta, Specs(named_data, named_alignments), segment_alignment);
+  std::vector<fb::Value> tensor_list, named_list;
+  for (size_t i = 0; i < tensors.size(); ++i) {
     auto t = ptd_legacy::TensorMetadata<>::New();
     ptd_legacy::TensorMetadata meta{*t};
-    meta.set_fully_qualified_name(e.key);
-    if (e.tensor_layout) {
-      const ptd::TensorLayout layout{*e.tensor_layout};
+    meta.set_fully_qualified_name(tensors[i]->key);
+    if (tensors[i]->tensor_layout) {
+      const ptd::TensorLayout layout{*tensors[i]->tensor_layout};
       meta.scalar_type() = layout.scalar_type();
       meta.sizes() = layout.sizes();
       meta.dim_order() = layout.dim_order();
     }
     meta.set_segment_index(0);
-    meta.set_offset(off);
-    tensors.push_back(fb::TableValue(t));
+    meta.set_offset(plan.tensor_offsets[i]);
+    tensor_list.push_back(fb::TableValue(t));
   }
-  return tensors;
-}
-
-PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) {
-  const fb::Schema& LS = fb::FlatTensorLegacySchema();
-  const uint64_t ta = std::max<uint32_t>(1, file.legacy_tensor_alignment);
-  PtdLayout out;
-  PlannedSegment tensor_seg;
-  std::vector<fb::Value> tensors = LegacyTensors(file, ta, tensor_seg);
-  std::vector<fb::Value> named;
-  DedupIndex named_dedup;
-  out.segments.Add(std::move(tensor_seg));
-  for (const auto& e : file.entries) {
-    if (e.legacy_tensor) continue;
-    size_t si = AddDedupedBlob(out.segments, named_dedup, e.data, e.alignment);
+  for (size_t i = 0; i < named.size(); ++i) {
     auto nd = ptd_legacy::NamedData<>::New();
     ptd_legacy::NamedData entry{*nd};
-    entry.set_key(e.key);
-    entry.set_segment_index(static_cast<uint32_t>(si));
-    named.push_back(fb::TableValue(nd));
-  }
-  out.segments.Place(segment_alignment);
-  std::vector<fb::Value> segs;
-  for (const auto& s : out.segments.segments()) {
-    auto ds = ptd_legacy::DataSegment<>::New();
-    ptd_legacy::DataSegment segment{*ds};
-    segment.set_offset(s.offset);
-    segment.set_size(s.size);
-    segs.push_back(fb::TableValue(ds));
+    entry.set_key(named[i]->key);
+    entry.set_segment_index(plan.named_segments[i]);
+    named_list.push_back(fb::TableValue(nd));
   }
   auto root = ptd_legacy::FlatTensor<>::New();
   ptd_legacy::FlatTensor flat{*root};
   flat.set_tensor_alignment(static_cast<uint32_t>(ta));
-  flat.tensors() = fb::OffsetVector(std::move(tensors), reflection::Obj);
-  flat.segments() = fb::OffsetVector(std::move(segs), reflection::Obj);
-  if (file.legacy_named_data_field || !named.empty()) {
-    flat.named_data() = fb::OffsetVector(std::move(named), reflection::Obj);
+  flat.tensors() = fb::OffsetVector(std::move(tensor_list), reflection::Obj);
+  flat.segments() = fb::OffsetVector(SegmentList<ptd_legacy::DataSegment<>>(plan.segments), reflection::Obj);
+  if (file.legacy_named_data_field || !named_list.empty()) {
+    flat.named_data() = fb::OffsetVector(std::move(named_list), reflection::Obj);
   }
-  fb::Encoded enc = fb::Encode(LS, *root, fb::EncodeOptions{});
-  FlatTensorHeader h;
-  uint64_t padded_fb = AlignUp(enc.data.size(), ta);
-  uint64_t padded = AlignUp(kFlatTensorHeaderLength, ta);
-  h.flatbuffer_offset = padded;
-  h.flatbuffer_size = enc.data.size();
-  h.segment_base_offset = AlignUp(padded_fb + padded, segment_alignment);
-  h.segment_data_size = out.segments.data_size();
-  std::vector<uint8_t> hb = EncodeFlatTensorHeader(h);
-  hb.resize(padded, 0);
-  enc.data.resize(padded_fb, 0);
-  out.head = InsertHeader(enc.data, hb);
-  out.head.resize(h.segment_base_offset, 0);
+  fb::Encoded enc = fb::Encode(fb::FlatTensorLegacySchema(), *root, fb::EncodeOptions{});
+  const PtdHeadPlan h =
+      PlanPtdHead(kFlatTensorHeaderLength, ta, ta, enc.data.size(), plan.data_size, segment_alignment);
+  PtdLayout out;
+  out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& {
+    return k == SegmentKind::kPtdTensors ? tensor_data : named_data;
+  });
+  out.head = PtdHead(std::move(enc.data), h);
   out.segment_base_offset = h.segment_base_offset;
   return out;
 }
@@ -458,47 +512,37 @@ PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) 
 
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
-  const auto& FS = fb::FlatTensorSchema();
-  PtdLayout out;
-  DedupIndex dedup;
-  auto root = ptd::FlatTensor<>::New();
-  std::vector<fb::Value> named;
   std::set<std::string> keys;
+  std::vector<Bytes> data;
+  std::vector<uint64_t> alignments;
   for (const auto& e : file.entries) {
     if (!keys.insert(e.key).second) throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
-    size_t si = AddDedupedBlob(out.segments, dedup, e.data, e.alignment);
+    data.push_back(e.data);
+    alignments.push_back(e.alignment);
+  }
+  const PtdSegmentsPlan plan = PlanPtdSegments(Specs(data, alignments), segment_alignment);
+  std::vector<fb::Value> named;
+  for (size_t i = 0; i < file.entries.size(); ++i) {
+    const NamedBlob& e = file.entries[i];
     auto nd = ptd::NamedData<>::New();
     ptd::NamedData entry{*nd};
     entry.set_key(e.key);
-    entry.set_segment_index(static_cast<uint32_t>(si));
+    entry.set_segment_index(plan.entry_segments[i]);
     if (e.tensor_layout) entry.tensor_layout() = fb::TableValue(e.tensor_layout);
     named.push_back(fb::TableValue(nd));
   }
-  out.segments.Place(segment_alignment);
-  std::vector<fb::Value> segs;
-  for (const auto& s : out.segments.segments()) {
-    auto ds = ptd::DataSegment<>::New();
-    ptd::DataSegment segment{*ds};
-    segment.set_offset(s.offset);
-    segment.set_size(s.size);
-    segs.push_back(fb::TableValue(ds));
-  }
+  auto root = ptd::FlatTensor<>::New();
   ptd::FlatTensor flat{*root};
   flat.set_version(0);
-  flat.segments() = fb::OffsetVector(std::move(segs), reflection::Obj);
+  flat.segments() = fb::OffsetVector(SegmentList<ptd::DataSegment<>>(plan.segments), reflection::Obj);
   flat.named_data() = fb::OffsetVector(std::move(named), reflection::Obj);
-  fb::Encoded enc = fb::Encode(FS, *root, fb::EncodeOptions{});
-  FlatTensorHeader h;
-  uint64_t padded = AlignUp(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment);
-  CheckFormatLimits(padded + enc.data.size(), out.segments.segments().size());
-  h.flatbuffer_offset = padded;
-  h.flatbuffer_size = enc.data.size();
-  h.segment_base_offset = AlignUp(enc.data.size() + padded, segment_alignment);
-  h.segment_data_size = out.segments.data_size();
-  std::vector<uint8_t> hb = EncodeFlatTensorHeader(h);
-  hb.resize(padded, 0);
-  out.head = InsertHeader(enc.data, hb);
-  out.head.resize(h.segment_base_offset, 0);
+  fb::Encoded enc = fb::Encode(fb::FlatTensorSchema(), *root, fb::EncodeOptions{});
+  const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, 1, enc.data.size(),
+                                    plan.data_size, segment_alignment);
+  CheckFormatLimits(h.padded_header + enc.data.size(), plan.segments.size());
+  PtdLayout out;
+  out.segments = SegmentsOf(plan.segments, [&](SegmentKind) -> const std::vector<Bytes>& { return data; });
+  out.head = PtdHead(std::move(enc.data), h);
   out.segment_base_offset = h.segment_base_offset;
   return out;
 }
@@ -521,19 +565,13 @@ void StreamPtd(const PtdLayout& l, AtomicFile& f, const ProgressFn& progress) {
 }  // namespace
 
 uint64_t WritePteLayout(const PteLayout& l, const std::string& path, const WriteOptions& o) {
-  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
-  StreamPte(l, f, o.progress);
-  uint64_t n = f.offset();
-  f.Commit();
-  return n;
+  return WriteOneFile(
+      path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); }, o.inputs, o.allow_overwrite_input);
 }
 
 uint64_t WritePtdLayout(const PtdLayout& l, const std::string& path, const WriteOptions& o) {
-  AtomicFile f(path, AtomicFile::Options{o.inputs, o.allow_overwrite_input});
-  StreamPtd(l, f, o.progress);
-  uint64_t n = f.offset();
-  f.Commit();
-  return n;
+  return WriteOneFile(
+      path, [&](AtomicFile& f) { StreamPtd(l, f, o.progress); }, o.inputs, o.allow_overwrite_input);
 }
 
 namespace {
@@ -655,211 +693,27 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   return out;
 }
 
-namespace {
-
-std::string PathKey(const std::string& p) {
-  std::error_code ec;
-  auto w = std::filesystem::weakly_canonical(std::filesystem::absolute(p), ec);
-  return ec ? std::filesystem::absolute(p).lexically_normal().string() : w.string();
-}
-
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {};
-  struct stat sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-[[noreturn]] void Refuse(const std::string& code, const std::string& path, const std::string& message) {
-  Finding f;
-  f.code = code;
-  f.file = path;
-  f.message = message;
-  throw Error(std::move(f));
-}
-
-// Reads the staged files back with the reader's checks; throws the findings.
-void CheckStaged(const std::vector<std::pair<std::string, std::string>>& staged_ptds, const std::string& staged_pte,
-                 const std::string& pte_path) {
-  std::vector<Finding> errors;
-  auto collect = [&](const Report& rep, const std::string& target) {
-    for (Finding f : rep.findings()) {
-      if (f.severity != Finding::Severity::kError) continue;
-      f.file = target;
-      errors.push_back(std::move(f));
-    }
-  };
-  std::vector<std::unique_ptr<PtdFile>> ptds;
-  std::vector<const PtdFile*> ptrs;
-  for (const auto& [name, target] : staged_ptds) {
-    ptds.push_back(PtdFile::Open(name));
-    ptrs.push_back(ptds.back().get());
-    collect(ptds.back()->report(), target);
-  }
-  auto pte = PteFile::Open(staged_pte);
-  pte->CheckExternalKeys(ptrs);
-  collect(pte->report(), pte_path);
-  if (errors.empty()) return;
-  Finding f = errors.front();
-  f.code = "output-invalid";
-  f.message = "refusing to write an invalid program (" + std::to_string(errors.size()) +
-              " problem(s); nothing was written): " + errors.front().message + " [" + errors.front().code + "]";
-  throw Error(std::move(f));
-}
-
-}  // namespace
-
-namespace {
-
-using PtdPlan = std::vector<std::pair<std::string, PtdLayout>>;  // path, layout
-
-bool IsInput(const std::string& path, const WriteOptions& o) {
-  for (const auto& in : o.inputs) {
-    if (SameFile(in, path)) return true;
-  }
-  return false;
-}
-
-// A .ptd that would replace an input of its name is named after the output:
-// "dir/out.ptd", or "dir/out-TAG.ptd" when there are several.
-std::string PtdNamedAfter(const std::string& pte_path, const std::string& tag, size_t count) {
-  std::filesystem::path p(pte_path);
-  std::string stem = p.stem().string();
-  if (p.extension() != ".pte") stem = p.filename().string();
-  const std::filesystem::path dir = p.parent_path();
-  const std::string name = count > 1 ? stem + "-" + tag + ".ptd" : stem + ".ptd";
-  return dir.empty() ? name : (dir / name).string();
-}
-
-// Refuses collisions and foreign files before anything is written: two
-// outputs with one name, an output path that may not be written, an existing
-// .ptd that was not an input (unless forced). The .pte is the last target.
-void RefuseBadTargets(const std::vector<std::string>& targets, const std::vector<const ExternalFile*>& external,
-                      const WriteOptions& o) {
-  std::map<std::string, std::string> seen;  // canonical path -> what it is
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const bool is_pte = i + 1 == targets.size();
-    const std::string what = is_pte ? "the program" : "the data file of tag \"" + external[i]->tag + "\"";
-    auto [it, fresh] = seen.emplace(PathKey(targets[i]), what);
-    if (!fresh) {
-      Refuse("output-collision", targets[i],
-             "output name collision: this path would be both " + it->second + " and " + what +
-                 "; choose another output name or tag");
-    }
-    CheckOutputPath(targets[i]);
-    if (!is_pte && ::access(targets[i].c_str(), F_OK) == 0 && !o.force) {
-      bool is_input = false;
-      for (const auto& in : o.inputs) is_input = is_input || SameFile(in, targets[i]);
-      if (!is_input) {
-        Refuse("output-exists", targets[i],
-               "a .ptd of this name already exists and was not an input (it may belong to another program); "
-               "pass --force to replace it, or write to another directory");
-      }
-    }
-  }
-}
-
-// Checks that every target could be opened for writing (a dry run only
-// refuses overwriting an input).
-void ProbeTargets(const std::vector<std::string>& targets, const WriteOptions& o) {
-  AtomicFile::Options ao{o.inputs, o.allow_overwrite_input, {}};
-  for (const auto& t : targets) {
-    if (!o.dry_run) {
-      AtomicFile probe(t, ao);
-      continue;
-    }
-    for (const auto& in : o.inputs) {
-      if (!o.allow_overwrite_input && SameFile(in, t)) {
-        Refuse(
-            "overwrite-input", t,
-            "output is the same file as input " + in + "; refusing to overwrite it in place (use --in-place to allow)");
-      }
-    }
-  }
-}
-
-// Every file is written and committed (flushed, synced) under a staging
-// name first; only when all of them are complete and read back valid are
-// they renamed into place. AtomicFile writes its buffer out in Commit, so
-// committing the real targets one after the other could replace the .ptd
-// files and then fail on the .pte (full disk), pairing new data with an
-// old program. The staging names never are inputs.
-void StageCheckAndRename(const PteLayout& l, const PtdPlan& ptds, const std::vector<std::string>& kept,
-                         const std::string& pte_path, const WriteOptions& o, WriteResult& r) {
-  StagedFiles staged;
-  auto stage = [&](const std::string& target, const std::function<void(AtomicFile&)>& write) {
-    std::string name = StagedFiles::NameFor(target);
-    AtomicFile::Options so;
-    so.replaces = target;  // keep the replaced file's mode and owner
-    AtomicFile f(name, so);
-    write(f);
-    uint64_t n = f.offset();
-    f.Commit();
-    staged.Add(name, target);
-    return n;
-  };
-  for (const auto& pd : ptds) {
-    const PtdLayout& pl = pd.second;  // (C++17 lambdas cannot capture structured bindings)
-    r.ptds.push_back({pd.first, stage(pd.first, [&](AtomicFile& f) { StreamPtd(pl, f, o.progress); })});
-  }
-  r.pte = {pte_path, stage(pte_path, [&](AtomicFile& f) { StreamPte(l, f, o.progress); })};
-  {
-    const auto& files = staged.files();
-    std::vector<std::pair<std::string, std::string>> staged_ptds(files.begin(), files.end() - 1);
-    for (const auto& k : kept) staged_ptds.emplace_back(k, k);
-    CheckStaged(staged_ptds, files.back().first, pte_path);
-  }
-  // All or nothing: a failed rename restores the files renamed before it,
-  // so new data is never paired with an old program.
-  staged.RenameAll();
-}
-
-}  // namespace
-
 WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
                          const WriteOptions& o) {
   WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
-  PteLayout l = LayoutPte(pkg, cfg);
-  std::string dir;
-  auto slash = pte_path.find_last_of('/');
-  if (slash != std::string::npos) dir = pte_path.substr(0, slash + 1);
+  const PteLayout l = LayoutPte(pkg, cfg);
   // Lay out every .ptd before writing anything, so layout errors leave no files.
-  PtdPlan ptds;
-  for (const auto& ef : l.external) ptds.emplace_back(dir + ef.tag + ".ptd", LayoutPtd(ef, cfg.ptd_segment_alignment));
+  std::vector<PtdLayout> ptds;
+  for (const auto& ef : l.external) ptds.push_back(LayoutPtd(ef, l.ptd_segment_alignment));
+  PendingOutputs out;
+  out.pte_path = pte_path;
+  out.pte_size = l.total_size();
+  out.stream_pte = [&](AtomicFile& f) { StreamPte(l, f, o.progress); };
+  for (size_t i = 0; i < ptds.size(); ++i) {
+    const PtdLayout& pl = ptds[i];
+    out.ptds.push_back({l.external[i].tag, pl.total_size(), [&o, &pl](AtomicFile& f) { StreamPtd(pl, f, o.progress); },
+                        [&pl](const Bytes& existing) { return !FirstDifference(pl, existing); }});
+  }
   WriteResult r;
   r.flatbuffer_size = l.head.size() - l.header_size;  // README, "Sizes": program size - header
   r.num_segments = l.segments.segments().size();
   r.dedup_bytes_saved = l.dedup_bytes_saved;
-  // .ptd inputs beside the output: kept when unchanged, else not overwritten.
-  std::vector<std::string> kept;
-  PtdPlan to_write;
-  std::vector<const ExternalFile*> to_write_ef;
-  for (size_t i = 0; i < ptds.size(); ++i) {
-    std::string& target = ptds[i].first;
-    if (!o.allow_overwrite_input && IsInput(target, o)) {
-      if (!FirstDifference(ptds[i].second, MappedFile::Open(target)->All())) {
-        kept.push_back(target);
-        continue;
-      }
-      target = PtdNamedAfter(pte_path, l.external[i].tag, ptds.size());
-    }
-    to_write.push_back(std::move(ptds[i]));
-    to_write_ef.push_back(&l.external[i]);
-  }
-  std::vector<std::string> targets;
-  for (const auto& pd : to_write) targets.push_back(pd.first);
-  targets.push_back(pte_path);
-  RefuseBadTargets(targets, to_write_ef, o);
-  ProbeTargets(targets, o);
-  if (o.dry_run) {
-    for (const auto& pd : to_write) r.ptds.push_back({pd.first, pd.second.total_size(), false});
-    r.pte = {pte_path, l.total_size()};
-  } else {
-    StageCheckAndRename(l, to_write, kept, pte_path, o, r);
-  }
-  for (const auto& k : kept) {
-    struct stat st {};
-    r.ptds.push_back({k, ::stat(k.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0, true});
-  }
+  WriteOutputs(out, o, r);
   return r;
 }
 

@@ -6,7 +6,8 @@
 // extract_delegate_segments is set, named data segments, each segment at
 // lcm(segment_alignment, its alignment); then the flatbuffer, the eh00
 // header padded to the schema's largest force_align, and the segments.
-// Output is streamed to a temp file and renamed into place.
+// Every number is layout/file_plan.h's; WritePackage's files go through
+// serialize/write/output_files.h (staged, read back once, renamed).
 #pragma once
 
 #include <optional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "config/backend_config.h"
+#include "layout/file_plan.h"
 #include "layout/segment_plan.h"
 #include "ptepack/writer.h"
 #include "serialize/model/package.h"
@@ -26,7 +28,8 @@ struct PteLayout {
   uint64_t header_size = 8;          // root offset, id and the eh00 header (PteFile::header_size)
   uint64_t segment_base_offset = 0;  // 0 without segments
   SegmentPlan segments;
-  std::vector<ExternalFile> external;  // .ptd files to write alongside
+  std::vector<ExternalFile> external;    // .ptd files to write alongside
+  uint64_t ptd_segment_alignment = 128;  // theirs (BackendConfig::ptd_segment_alignment)
   uint64_t dedup_bytes_saved = 0;
   uint64_t total_size() const {
     return segments.empty() || segments.data_size() == 0 ? head.size() : segment_base_offset + segments.data_size();
@@ -40,17 +43,14 @@ struct PtdLayout {
   uint64_t total_size() const { return segment_base_offset + segments.data_size(); }
 };
 
-// Hard limits of the format. A program (flatbuffer with its eh00 header, or a
-// .ptd's header and flatbuffer) must fit FlatBuffers' 32-bit signed offsets,
-// and a segment index or count must fit 32 bits. LayoutPte checks a lower
-// bound of the flatbuffer size before encoding and the real size after, so
-// an oversized program fails before memory is spent on it and before any
-// byte is written. Throws ptepack::Error("limit-exceeded").
-inline constexpr uint64_t kMaxProgramBytes = 0x7FFFFFFF;  // FLATBUFFERS_MAX_BUFFER_SIZE
-inline constexpr uint64_t kMaxSegments = 0xFFFFFFFF;      // uint32 indices and vector length
-void CheckFormatLimits(uint64_t program_bytes, uint64_t num_segments);
+// The format's hard limits (kMaxProgramBytes, kMaxSegments,
+// CheckFormatLimits) are layout/file_plan.h's. LayoutPte checks a lower bound
+// of the flatbuffer size before encoding and the real size after, so an
+// oversized program fails before memory is spent on it and before any byte
+// is written.
 
-// Pure layout, no I/O. Throws ptepack::Error on invalid programs or configs.
+// The plan (layout/file_plan.h) copied into the program and encoded; no I/O. Throws ptepack::Error on invalid programs
+// or configs.
 PteLayout LayoutPte(const Package& pkg, const BackendConfig& config);
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
 
