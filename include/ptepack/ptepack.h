@@ -9,7 +9,6 @@
 #include "ptepack/program_builder.h"
 #include "ptepack/reader.h"
 #include "ptepack/repack.h"
-#include "ptepack/report.h"
 #include "ptepack/scalar_type.h"
 #include "ptepack/version.h"
 #include "ptepack/writer.h"

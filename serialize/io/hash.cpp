@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "ptepack/error.h"
+#include "serialize/io/bytes_source.h"
 
 // libxxhash's runtime-dispatched XXH3 (x86 builds have it, see
 // xxh_x86dispatch.h); weak, so a library without it still links and the
@@ -58,7 +59,7 @@ void FeedMemory(const Bytes& b, Xxh3Stream* state) {
   for (size_t off = 0; off < b.size; off += kChunk) {
     size_t n = std::min(kChunk, b.size - off);
     state->Update(b.data + off, n);
-    if (b.mapping) b.mapping->DropPages(b.data + off, n);
+    if (MappingOf(b)) MappingOf(b)->DropPages(b.data + off, n);
   }
 }
 
@@ -96,9 +97,9 @@ uint64_t HashFileRange(int fd, uint64_t offset, uint64_t size) {
 }
 
 uint64_t HashBytes(const Bytes& b) {
-  if (b.mapping && b.mapping->Contains(b.data, b.size)) {
-    Fd fd{b.mapping->Reopen()};
-    if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - b.mapping->data()), b.size);
+  if (MappingOf(b) && MappingOf(b)->Contains(b.data, b.size)) {
+    Fd fd{MappingOf(b)->Reopen()};
+    if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size);
   }
   Xxh3Stream s;
   FeedMemory(b, &s);
@@ -116,7 +117,7 @@ uint64_t BytesHasher::Hash(const Bytes& b) {
     reader_.Read(b, 0, b.size, buf_.data());
     return XXH3_64bits(buf_.data(), b.size);
   }
-  return HashFileRange(fd, static_cast<uint64_t>(b.data - b.mapping->data()), b.size);
+  return HashFileRange(fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size);
 }
 
 void HashRegions(const Bytes& file, std::vector<RegionSum>* regions) {
@@ -127,9 +128,9 @@ void HashRegions(const Bytes& file, std::vector<RegionSum>* regions) {
   }
   Fd fd;
   uint64_t base = 0;
-  if (file.mapping && file.mapping->Contains(file.data, file.size)) {
-    fd.fd = file.mapping->Reopen();
-    base = static_cast<uint64_t>(file.data - file.mapping->data());
+  if (MappingOf(file) && MappingOf(file)->Contains(file.data, file.size)) {
+    fd.fd = MappingOf(file)->Reopen();
+    base = static_cast<uint64_t>(file.data - MappingOf(file)->data());
     if (fd.fd >= 0)
       ::posix_fadvise(fd.fd, static_cast<off_t>(base), static_cast<off_t>(file.size), POSIX_FADV_SEQUENTIAL);
   }
