@@ -7,6 +7,7 @@
 #include "ptepack/error.h"
 #include "ptepack/package.h"
 #include "ptepack/program_builder.h"
+#include "ptepack/program_info.h"
 #include "ptepack/reader.h"
 #include "ptepack/repack.h"
 #include "ptepack/scalar_type.h"
