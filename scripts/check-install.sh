@@ -108,7 +108,7 @@ g++ -std=c++17 -Wall -Wextra -Werror examples/consumer/emit_model.cpp -o "$WORK/
 run_and_verify "$WORK/emit_model-build-tree" "build-tree"
 
 # 3. The shared library exports the public API alone: built with BUILD_SHARED_LIBS (the library
-#    only, -fvisibility=hidden), installed, its dynamic symbols read with nm. A symbol is allowed
+#    only, -fvisibility=hidden and cmake/ptepack.map), installed, its dynamic symbols read with nm. A symbol is allowed
 #    when it belongs to a declaration include/ptepack/ marks PTEPACK_API: a class's members,
 #    typeinfo and vtable ("struct PTEPACK_API Bytes"), or a function ("PTEPACK_API ... Verify(").
 #    The consumer is built against it and run too.
@@ -116,7 +116,7 @@ SHARED_BUILD="$WORK/shared-build"
 SHARED_PREFIX="$WORK/shared-prefix"
 CC=gcc CXX=g++ cmake -S . -B "$SHARED_BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
   -DPTEPACK_BUILD_TESTS=OFF -DPTEPACK_BUILD_TOOLS=OFF -DPTEPACK_BUILD_BENCH=OFF -DPTEPACK_BUILD_PYTHON=OFF \
-  "${_ptepack_launcher[@]}" >/dev/null
+  "${LAUNCHER[@]}" >/dev/null
 cmake --build "$SHARED_BUILD" -j"$JOBS" --target ptepack_shared >/dev/null
 cmake --install "$SHARED_BUILD" --prefix "$SHARED_PREFIX" >/dev/null
 SO=$(ls "$SHARED_PREFIX"/lib*/libptepack.so)
