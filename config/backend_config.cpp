@@ -9,8 +9,6 @@
 
 namespace ptepack {
 
-bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
 const char* FlatbufferOrderName(FlatbufferOrder o) {
   switch (o) {
     case FlatbufferOrder::kFlatc:

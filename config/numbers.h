@@ -15,6 +15,9 @@ namespace ptepack {
 // Largest alignment a config may ask for (1 GiB), as BackendConfig::Validate enforces.
 constexpr uint64_t kMaxAlignment = uint64_t{1} << 30;
 
+// True for 1, 2, 4, ...: every alignment must be one.
+constexpr bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
 // A whole number in [min, max] written in decimal digits only (no sign, no spaces, no
 // 0x). `what` names the option ("--top", "segment_alignment"). Throws Error("bad-number").
 uint64_t ParseNumber(const std::string& what, const std::string& text, uint64_t min, uint64_t max);

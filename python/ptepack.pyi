@@ -116,6 +116,16 @@ class DiffResult(TypedDict):
     b: Dict[str, Any]
     changes: List[DiffChange]
 
+def describe(
+    path: StrPath,
+    *,
+    ptd: Sequence[StrPath] = ...,
+    allow_legacy_ptd: bool = False,
+) -> Dict[str, Any]:
+    """The typed description of a .pte or .ptd file (ptepack::Describe): methods with every value,
+    tensors with dtype, shape, location and planned offset, delegates, the memory plan, segments,
+    named data. A .bpte raises ptepack.Error."""
+
 def inspect(
     path: StrPath,
     *,

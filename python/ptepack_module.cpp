@@ -21,6 +21,7 @@
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
 #include "serialize/api/replan.h"
+#include "serialize/format/pte_format.h"
 #include "serialize/model/spec.h"
 
 namespace py = pybind11;
@@ -144,6 +145,86 @@ constexpr const char* kErrorDoc =
     "    found (str): what was found (may be empty)\n\n"
     "str(error) is the one-line message the CLI prints.";
 
+// ptepack.describe's dict: the fields of ProgramInfo (ptepack/program_info.h), dtypes by name.
+nlohmann::json TensorJson(const TensorInfo& t) {
+  static const char* const kLocations[] = {"none", "constant", "external", "planned"};
+  nlohmann::json j{{"dtype", ScalarTypeName(static_cast<int>(t.dtype))},
+                   {"shape", t.shape},
+                   {"dim_order", t.dim_order},
+                   {"nbytes", t.nbytes ? nlohmann::json(*t.nbytes) : nlohmann::json(nullptr)},
+                   {"location", kLocations[static_cast<int>(t.location)]},
+                   {"data_buffer", t.data_buffer},
+                   {"key", t.key},
+                   {"external_initial_state", t.external_initial_state}};
+  j["planned"] = t.planned ? nlohmann::json{{"memory_id", t.planned->memory_id}, {"offset", t.planned->offset}}
+                           : nlohmann::json(nullptr);
+  return j;
+}
+
+nlohmann::json MethodJson(const MethodInfo& m) {
+  static const char* const kKinds[] = {"Null",
+                                       "Int",
+                                       "Bool",
+                                       "Double",
+                                       "Tensor",
+                                       "String",
+                                       "IntList",
+                                       "DoubleList",
+                                       "BoolList",
+                                       "TensorList",
+                                       "OptionalTensorList",
+                                       "Unknown"};
+  nlohmann::json values = nlohmann::json::array(), delegates = nlohmann::json::array(), plan = nlohmann::json::array();
+  for (const auto& v : m.values) {
+    values.push_back({{"index", v.index},
+                      {"kind", kKinds[static_cast<int>(v.kind)]},
+                      {"tensor", v.tensor ? TensorJson(*v.tensor) : nlohmann::json(nullptr)}});
+  }
+  for (const auto& d : m.delegates) {
+    delegates.push_back({{"backend_id", d.backend_id},
+                         {"location", d.in_segment ? "segment" : "inline"},
+                         {"index", d.index},
+                         {"size", d.size},
+                         {"compile_specs", d.compile_specs}});
+  }
+  for (const auto& b : m.memory_plan)
+    plan.push_back({{"memory_id", b.memory_id}, {"size", b.size}, {"tensors", b.tensors}});
+  return {{"name", m.name},
+          {"values", values},
+          {"inputs", m.inputs},
+          {"outputs", m.outputs},
+          {"operators", m.operators},
+          {"delegates", delegates},
+          {"num_instructions", m.num_instructions},
+          {"memory_plan", plan}};
+}
+
+nlohmann::json ProgramInfoJson(const ProgramInfo& info) {
+  nlohmann::json methods = nlohmann::json::array(), segments = nlohmann::json::array(), named = nlohmann::json::array(),
+                 findings = nlohmann::json::array();
+  for (const auto& m : info.methods) methods.push_back(MethodJson(m));
+  for (const auto& s : info.segments) {
+    segments.push_back({{"offset", s.offset}, {"file_offset", s.file_offset}, {"size", s.size}});
+  }
+  for (const auto& n : info.named_data) {
+    nlohmann::json j{{"key", n.key}, {"segment", n.segment}, {"offset", n.offset}, {"size", n.size}};
+    j["dtype"] = n.dtype ? nlohmann::json(ScalarTypeName(static_cast<int>(*n.dtype))) : nlohmann::json(nullptr);
+    j["shape"] = n.shape;
+    named.push_back(j);
+  }
+  for (const auto& f : info.findings) findings.push_back(f.ToString());
+  return {{"file", info.file},
+          {"format", info.format},
+          {"valid", info.valid},
+          {"findings", findings},
+          {"file_identifier", info.file_identifier},
+          {"size", info.size},
+          {"segment_base_offset", info.segment_base_offset},
+          {"segments", segments},
+          {"methods", methods},
+          {"named_data", named}};
+}
+
 }  // namespace
 }  // namespace ptepack::python
 
@@ -187,6 +268,18 @@ PYBIND11_MODULE(ptepack, m) {
       "segments, constants, delegates, the inferred config, findings). `ptd`: the .ptd files the program "
       "refers to. A .bpte (BundledProgram) is recognised by its identifier. 'valid' is verify's verdict: a "
       "legacy .ptd is explained, and valid only with allow_legacy_ptd=True.");
+
+  m.def(
+      "describe",
+      [](const Path& path, const Paths& ptd, bool allow_legacy_ptd) {
+        auto o = MakeVerifyOptions(ptd, py::none(), py::none(), allow_legacy_ptd, false);
+        return Loads(ProgramInfoJson(Describe(path.string(), o)));
+      },
+      py::arg("path"), py::kw_only(), py::arg("ptd") = Paths{}, py::arg("allow_legacy_ptd") = false,
+      "The typed description of a .pte or .ptd file (ptepack::Describe): methods with every value (tensors: "
+      "dtype, shape, nbytes, location 'none'/'constant'/'external'/'planned', planned memory_id and offset, "
+      "external key), delegates, the memory plan per buffer, segments, named data (a .ptd's entries), 'valid' "
+      "and the findings as text. A .bpte raises ptepack.Error (bpte-not-described); use inspect.");
 
   m.def(
       "verify",

@@ -106,4 +106,33 @@ esac
 # shellcheck disable=SC2086
 g++ -std=c++17 -Wall -Wextra -Werror examples/consumer/emit_model.cpp -o "$WORK/emit_model-build-tree" $flags
 run_and_verify "$WORK/emit_model-build-tree" "build-tree"
+
+# 3. The shared library exports the public API alone: built with BUILD_SHARED_LIBS (the library
+#    only, -fvisibility=hidden and cmake/ptepack.map), installed, its dynamic symbols read with nm. A symbol is allowed
+#    when it belongs to a declaration include/ptepack/ marks PTEPACK_API: a class's members,
+#    typeinfo and vtable ("struct PTEPACK_API Bytes"), or a function ("PTEPACK_API ... Verify(").
+#    The consumer is built against it and run too.
+SHARED_BUILD="$WORK/shared-build"
+SHARED_PREFIX="$WORK/shared-prefix"
+CC=gcc CXX=g++ cmake -S . -B "$SHARED_BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+  -DPTEPACK_BUILD_TESTS=OFF -DPTEPACK_BUILD_TOOLS=OFF -DPTEPACK_BUILD_BENCH=OFF -DPTEPACK_BUILD_PYTHON=OFF \
+  "${LAUNCHER[@]}" >/dev/null
+cmake --build "$SHARED_BUILD" -j"$JOBS" --target ptepack_shared >/dev/null
+cmake --install "$SHARED_BUILD" --prefix "$SHARED_PREFIX" >/dev/null
+SO=$(ls "$SHARED_PREFIX"/lib*/libptepack.so)
+allowed=$(sed -n -e 's/.*\(struct\|class\) PTEPACK_API \([A-Za-z0-9_]*\).*/\2/p' \
+  -e 's/^PTEPACK_API .*[ *&]\([A-Za-z0-9_]*\)(.*/\1/p' include/ptepack/*.h | sort -u)
+[ -n "$allowed" ] || { echo "check-install: no PTEPACK_API declarations found in include/ptepack" >&2; exit 1; }
+pattern=$(printf '%s\n' "$allowed" | sed 's/.*/^\\(typeinfo for \\|typeinfo name for \\|vtable for \\)\\?ptepack::&\\(::\\|(\\|$\\)/')
+nm -D --defined-only -C "$SO" | cut -d' ' -f3- >"$WORK/exports.txt"
+if grep -v -f <(printf '%s\n' "$pattern") "$WORK/exports.txt" >"$WORK/unexpected.txt"; then
+  echo "check-install: $SO exports $(wc -l <"$WORK/unexpected.txt") symbols outside the public API, such as:" >&2
+  head -20 "$WORK/unexpected.txt" >&2
+  exit 1
+fi
+echo "check-install: $SO exports $(wc -l <"$WORK/exports.txt") symbols, all of the public API ($(echo "$allowed" | wc -l) PTEPACK_API declarations)"
+cmake -S examples/consumer -B "$WORK/consumer-shared" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_PREFIX_PATH="$SHARED_PREFIX" \
+  "${LAUNCHER[@]}" >/dev/null
+cmake --build "$WORK/consumer-shared" -j"$JOBS" >/dev/null
+run_and_verify "$WORK/consumer-shared/emit_model" "cmake-shared"
 echo "check-install: OK"

@@ -21,8 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "ptepack/program_builder.h"
 #include "ptepack/reader.h"
-#include "serialize/model/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 

@@ -15,7 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/cli_run.h"

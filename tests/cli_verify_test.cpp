@@ -13,7 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 

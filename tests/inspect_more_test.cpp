@@ -6,7 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/backend_config.h"
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 

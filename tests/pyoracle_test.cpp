@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "ptepack/program_builder.h"
 #include "serialize/model/package.h"
-#include "serialize/model/program_builder.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

@@ -10,9 +10,10 @@
 #include <sstream>
 
 #include "config/backend_config.h"
+#include "ptepack/program_builder.h"
 #include "serialize/io/hash.h"
 #include "serialize/model/dedup.h"
-#include "serialize/model/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"

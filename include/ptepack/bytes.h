@@ -8,36 +8,41 @@
 #include <memory>
 #include <vector>
 
+#include "ptepack/export.h"
+
 namespace ptepack {
 
-class MappedFile;
+namespace detail {
+struct BytesSource;  // the library's access to where the bytes come from
+}  // namespace detail
 
 // A read-only byte range. `owner` keeps the memory alive (a mapping, a
 // vector, ...); it may be null when the caller guarantees the lifetime.
-struct Bytes {
+struct PTEPACK_API Bytes {
   const uint8_t* data = nullptr;
   size_t size = 0;
   std::shared_ptr<const void> owner;
-  bool file_backed = false;  // points into a MappedFile (pages can be dropped)
-  // The mapping `data` points into, set only by MappedFile::View (and kept by
-  // Sub); `owner` keeps it alive. Writers use it to copy in the kernel from
-  // the file instead of through the mapping, and to drop pages they touched.
-  const MappedFile* mapping = nullptr;
-  // All zeros (see Bytes::Zeros): `data` points at untouched anonymous
-  // memory that reads as zeros; writers leave holes instead of copying it.
-  bool zeros = false;
 
   static Bytes Copy(const void* p, size_t n);
   static Bytes Own(std::vector<uint8_t> v);
   static Bytes View(const void* p, size_t n, std::shared_ptr<const void> owner = nullptr);
   // n zero bytes that are never materialised: a private anonymous mapping
   // (MAP_NORESERVE) whose pages read as the shared zero page. Throws
-  // Error("zeros-too-large") above kMaxZeros.
+  // Error("zeros-too-large") above kMaxZeros. Writers leave holes instead of
+  // copying them.
   static Bytes Zeros(uint64_t n);
   static constexpr uint64_t kMaxZeros = uint64_t{1} << 40;  // 1 TiB
   Bytes Sub(size_t off, size_t n) const;                    // bounds-checked
   bool empty() const { return size == 0; }
   bool Equals(const Bytes& o) const;
+
+ private:
+  friend struct detail::BytesSource;
+  // Where the bytes come from, for the library alone (serialize/io/bytes_source.h):
+  // the mapped file `data` points into (writers copy from the file in the
+  // kernel and drop the pages they touched), or untouched zero pages.
+  const void* mapping_ = nullptr;
+  bool zeros_ = false;
 };
 
 }  // namespace ptepack

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ptepack/export.h"
 #include "ptepack/scalar_type.h"
 
 namespace ptepack {
@@ -36,12 +37,12 @@ using ExternalTagFn = std::function<std::optional<std::string>(const ConstantTen
 // ("python-2026": a vtable is shared only when the object size matches too).
 enum class FlatbufferOrder { kFlatc, kFlatcLegacy, kPythonObjectApi, kPythonObjectApi2026 };
 // "flatc", "flatc-legacy", "python", "python-2026"
-const char* FlatbufferOrderName(FlatbufferOrder o);
-bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out);
+PTEPACK_API const char* FlatbufferOrderName(FlatbufferOrder o);
+PTEPACK_API bool ParseFlatbufferOrder(const std::string& name, FlatbufferOrder* out);
 
 enum class DynamicMemoryPlanningMode { kUpperBound = 0, kSymbolic = 1 };
 
-struct BackendConfig {
+struct PTEPACK_API BackendConfig {
   // --- ExecutorchBackendConfig fields that affect the file ---
   bool extract_delegate_segments = true;
   uint64_t segment_alignment = 128;
@@ -89,7 +90,5 @@ struct BackendConfig {
   std::string ToJsonString(int indent = 2) const;
   static BackendConfig FromJsonString(const std::string& json);  // validates; Error("bad-config")
 };
-
-bool IsPowerOfTwo(uint64_t v);
 
 }  // namespace ptepack

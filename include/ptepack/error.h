@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ptepack/export.h"
+
 namespace ptepack {
 
 // A problem found in a file: where it is, what was expected, what was found.
@@ -26,7 +28,7 @@ struct Finding {
 };
 
 // Thrown for errors that stop an operation. Carries the finding.
-class Error : public std::runtime_error {
+class PTEPACK_API Error : public std::runtime_error {
  public:
   explicit Error(Finding f);
   Error(std::string code, std::string message);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ptepack/bytes.h"
+#include "ptepack/export.h"
 #include "ptepack/package.h"
 #include "ptepack/scalar_type.h"
 
@@ -60,9 +61,9 @@ struct FrameSpec {
   std::string context;
 };
 
-class ProgramBuilder {
+class PTEPACK_API ProgramBuilder {
  public:
-  class Method {
+  class PTEPACK_API Method {
    public:
     // Every index the builder returns or takes -- values, operators,
     // delegates, instruction arguments -- is an int32_t, the schema's type

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptepack/error.h"
+#include "ptepack/export.h"
 
 namespace ptepack {
 
@@ -37,16 +38,16 @@ struct VerifyResult {
 // Opens and checks `path`: a .pte, a .ptd or a BundledProgram (.bpte), told apart by the
 // file identifier at bytes 4..8 ("ET12", "FT01", "BP08"), never by the name. Throws ptepack::Error only when a file
 // cannot be read at all (missing, not a regular file); a malformed file is a result with findings.
-VerifyResult Verify(const std::string& path, const VerifyOptions& options = {});
+PTEPACK_API VerifyResult Verify(const std::string& path, const VerifyOptions& options = {});
 
 // The same as JSON text: exactly what `ptepack verify --json` prints.
-std::string VerifyJson(const std::string& path, const VerifyOptions& options = {}, int indent = 2);
+PTEPACK_API std::string VerifyJson(const std::string& path, const VerifyOptions& options = {}, int indent = 2);
 
 // Everything `ptepack inspect --json` prints about a file: header fields,
 // methods, operators, delegates, segments, constants, named data, external
 // keys, the inferred config and the findings. `options.strict` is ignored; a
 // legacy .ptd is explained, and "valid" is what Verify says of it (false unless
 // `options.allow_legacy_ptd`).
-std::string InspectJson(const std::string& path, const VerifyOptions& options = {}, int indent = 2);
+PTEPACK_API std::string InspectJson(const std::string& path, const VerifyOptions& options = {}, int indent = 2);
 
 }  // namespace ptepack

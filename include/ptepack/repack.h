@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "ptepack/config.h"
+#include "ptepack/export.h"
 #include "ptepack/writer.h"
 
 namespace ptepack {
 
 // Where a rewritten file first differs from its input.
-struct ByteDifference {
+struct PTEPACK_API ByteDifference {
   std::string file;     // the input's path
   uint64_t offset = 0;  // first differing byte
   // What the input holds there: "flatbuffer", "extended header", "FH01 header",
@@ -60,7 +61,7 @@ struct RepackResult {
 // writes `out` (atomically, read back and checked, as WritePackage does).
 // Throws ptepack::Error with a located finding: an invalid input, a
 // .ptd the program needs that was not given ("missing-ptd"), a bad config.
-RepackResult Repack(const std::string& in, const std::string& out, const RepackOptions& options = {});
+PTEPACK_API RepackResult Repack(const std::string& in, const std::string& out, const RepackOptions& options = {});
 
 struct SplitOptions {
   std::string tag;               // constants go to "<tag>.ptd" beside the output (required)
@@ -72,6 +73,6 @@ struct SplitOptions {
 
 // `ptepack split`: Repack with external_constants = true and external_tag =
 // tag. written.ptds is empty when the program has no constants to move.
-RepackResult Split(const std::string& in, const std::string& out, const SplitOptions& options);
+PTEPACK_API RepackResult Split(const std::string& in, const std::string& out, const SplitOptions& options);
 
 }  // namespace ptepack

@@ -8,6 +8,7 @@
 
 #include "ptepack/config.h"
 #include "ptepack/error.h"
+#include "ptepack/export.h"
 #include "ptepack/package.h"
 
 namespace ptepack {
@@ -61,7 +62,7 @@ struct WriteResult {
 // program's external keys looked up in the written .ptd files); if any check
 // fails, nothing is renamed and Error("output-invalid") carries the findings.
 // Outputs keep the mode of the files they replace; symlinks are refused.
-WriteResult WritePackage(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
-                         const WriteOptions& options = {});
+PTEPACK_API WriteResult WritePackage(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
+                                     const WriteOptions& options = {});
 
 }  // namespace ptepack

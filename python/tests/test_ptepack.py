@@ -43,6 +43,26 @@ def test_inspect_numbers_of_a_real_file(fixture):
     assert all(e["ptd_entry"]["file"].endswith("linear.ptd") for e in d["external_tensors"])
 
 
+def test_describe_types_a_real_file(fixture):
+    # flatc --json of add.pte with ExecuTorch's schema: values 0..2 are FLOAT [1] tensors planned in
+    # buffer 1 at memory_offset_low 0, 16, 32; non_const_buffer_sizes is [0, 48]; value 3 is an Int.
+    d = ptepack.describe(fixture("add.pte"))
+    assert d["format"] == "pte" and d["file_identifier"] == "ET12" and d["valid"] is True
+    (m,) = d["methods"]
+    assert m["name"] == "forward" and m["operators"] == ["aten::add.out"]
+    tensors = [v["tensor"] for v in m["values"][:3]]
+    assert [t["planned"]["offset"] for t in tensors] == [0, 16, 32]
+    assert all(t["dtype"] == "FLOAT" and t["shape"] == [1] and t["location"] == "planned" for t in tensors)
+    assert m["values"][3]["kind"] == "Int"
+    assert m["memory_plan"] == [{"memory_id": 1, "size": 48, "tensors": [0, 1, 2]}]
+    # linear.pte's weight lives in linear.ptd under "linear.weight" (extra_tensor_info EXTERNAL).
+    w = ptepack.describe(fixture("linear.pte"))["methods"][0]["values"][0]["tensor"]
+    assert (w["location"], w["key"], w["shape"]) == ("external", "linear.weight", [3, 3])
+    with pytest.raises(ptepack.Error) as e:
+        ptepack.describe(fixture("bundled_program.bpte"))
+    assert e.value.code == "bpte-not-described"
+
+
 @pytest.mark.parametrize("strict", [False, True])
 def test_verify_is_the_cli_json(fixture, strict):
     args = ["verify", fixture("linear.pte"), "--json"] + (["--strict"] if strict else [])
@@ -205,8 +225,8 @@ def test_readme_python_examples_run_as_written(fixture, tmp_path, monkeypatch):
     # The section names, and its block calls, every function of the module.
     functions = sorted(n for n in dir(ptepack) if not n.startswith("_") and callable(getattr(ptepack, n))
                        and n != "Error")
-    assert functions == sorted(["inspect", "verify", "size", "diff", "checksum", "repack", "split", "extract",
-                                "pack", "plan"])
+    assert functions == sorted(["inspect", "describe", "verify", "size", "diff", "checksum", "repack", "split",
+                                "extract", "pack", "plan"])
     for name in functions:
         assert f"ptepack.{name}(" in blocks[0], name
         assert f"`{name}`" in section, name

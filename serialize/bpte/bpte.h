@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "config/backend_config.h"
-#include "ptepack/report.h"
 #include "serialize/io/file_io.h"
+#include "serialize/io/report.h"
 #include "serialize/read/pte_reader.h"
 
 namespace ptepack::bpte {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ptepack/error.h"
+#include "serialize/io/bytes_source.h"
 
 namespace ptepack::schema {
 extern const uint8_t k_program_bfbs[];
@@ -562,7 +563,7 @@ void Value::set_scalars(Bytes b) {
     set_view(nullptr, 0, nullptr);
     return;
   }
-  if (b.file_backed || b.mapping != nullptr || b.zeros || b.size > UINT32_MAX) {
+  if (MappingOf(b) != nullptr || IsZeros(b) || b.size > UINT32_MAX) {
     auto kept = std::make_shared<const Bytes>(std::move(b));
     Reset();
     new (&bytes_) std::shared_ptr<const Bytes>(std::move(kept));

@@ -305,7 +305,7 @@ Bytes Bytes::Zeros(uint64_t n) {
                 "zeros of " + std::to_string(n) + " bytes; at most " + std::to_string(kMaxZeros) + " are supported");
   }
   Bytes b;
-  b.zeros = true;
+  detail::BytesSource::SetZeros(b);
   b.size = static_cast<size_t>(n);
   if (n == 0) return b;
   void* p = ::mmap(nullptr, b.size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -344,9 +344,8 @@ Bytes Bytes::Sub(size_t off, size_t n) const {
                                       ") outside a view of " + std::to_string(size) + " bytes");
   }
   Bytes b = View(data + off, n, owner);
-  b.file_backed = file_backed;
-  b.mapping = mapping;
-  b.zeros = zeros;
+  detail::BytesSource::SetMapping(b, MappingOf(*this));
+  if (IsZeros(*this)) detail::BytesSource::SetZeros(b);
   return b;
 }
 
@@ -384,8 +383,7 @@ Bytes MappedFile::View(size_t off, size_t n) const {
     throw Error("internal-range", "view outside mapped file " + path_);
   }
   Bytes b = Bytes::View(data_ == nullptr ? nullptr : data_ + off, n, self_.lock());
-  b.file_backed = true;
-  b.mapping = this;
+  detail::BytesSource::SetMapping(b, this);
   return b;
 }
 
@@ -406,18 +404,18 @@ MappedReader::~MappedReader() {
 }
 
 int MappedReader::Open(const Bytes& b) {
-  if (b.mapping == nullptr || b.zeros || !b.mapping->Contains(b.data, b.size)) return -1;
-  if (b.mapping != mapping_ || owner_.expired() || fd_ < 0) {
+  if (MappingOf(b) == nullptr || IsZeros(b) || !MappingOf(b)->Contains(b.data, b.size)) return -1;
+  if (MappingOf(b) != mapping_ || owner_.expired() || fd_ < 0) {
     if (fd_ >= 0) ::close(fd_);
-    fd_ = b.mapping->Reopen();
-    mapping_ = b.mapping;
+    fd_ = MappingOf(b)->Reopen();
+    mapping_ = MappingOf(b);
     owner_ = b.owner;
   }
   return fd_;
 }
 
 void MappedReader::Read(const Bytes& b, uint64_t from, size_t n, uint8_t* out) {
-  const uint64_t off = static_cast<uint64_t>(b.data - b.mapping->data()) + from;
+  const uint64_t off = static_cast<uint64_t>(b.data - MappingOf(b)->data()) + from;
   size_t got = 0;
   while (got < n) {
     const ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(off + got));
@@ -426,7 +424,7 @@ void MappedReader::Read(const Bytes& b, uint64_t from, size_t n, uint8_t* out) {
       throw Error("read-failed",
                   r < 0 ? std::string("cannot read input: ") + std::strerror(errno)
                         : std::string("input ended early (was it truncated?)"),
-                  b.mapping->path(), off + got);
+                  MappingOf(b)->path(), off + got);
     }
     got += static_cast<size_t>(r);
   }
@@ -975,20 +973,20 @@ int AtomicFile::SourceFd(const MappedFile& m) {
 
 void AtomicFile::Write(const Bytes& b) {
   if (b.size == 0) return;
-  if (b.zeros) {
+  if (IsZeros(b)) {
     WriteZeros(b.size);
     return;
   }
-  if (b.mapping == nullptr || !b.mapping->Contains(b.data, b.size)) {
+  if (MappingOf(b) == nullptr || !MappingOf(b)->Contains(b.data, b.size)) {
     Write(b.data, b.size);
     return;
   }
-  int fd = g_kernel_copy.load() ? SourceFd(*b.mapping) : -1;
+  int fd = g_kernel_copy.load() ? SourceFd(*MappingOf(b)) : -1;
   if (fd < 0) {
     WriteMapped(b);
     return;
   }
-  const uint64_t off = static_cast<uint64_t>(b.data - b.mapping->data());
+  const uint64_t off = static_cast<uint64_t>(b.data - MappingOf(b)->data());
   source_bytes_ += b.size;
   if (b.size >= kDirectMin) {
     CopyExtents(fd, off, b.size, src_.may_have_holes);
@@ -1137,10 +1135,10 @@ void AtomicFile::NoteTouched(const Bytes& b) {
   Touched& t = touched_;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(b.data), hi = lo + b.size;
   const uintptr_t wlo = lo > kDropSlack ? lo - kDropSlack : 0, whi = hi + kDropSlack;
-  if (t.mapping != b.mapping || whi < t.lo || wlo > t.hi) {
+  if (t.mapping != MappingOf(b) || whi < t.lo || wlo > t.hi) {
     DropTouched();
     t.owner = b.owner;
-    t.mapping = b.mapping;
+    t.mapping = MappingOf(b);
     t.lo = wlo;
     t.hi = whi;
   } else {

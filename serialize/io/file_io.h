@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptepack/bytes.h"
+#include "serialize/io/bytes_source.h"
 
 namespace ptepack {
 

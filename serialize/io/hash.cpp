@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ptepack/error.h"
+#include "serialize/io/bytes_source.h"
 
 // libxxhash's runtime-dispatched XXH3 (x86 builds have it, see
 // xxh_x86dispatch.h); weak, so a library without it still links and the
@@ -70,7 +71,7 @@ void FeedMemory(const Bytes& b, Xxh3Stream* state) {
   for (size_t off = 0; off < b.size; off += kChunk) {
     size_t n = std::min(kChunk, b.size - off);
     state->Update(b.data + off, n);
-    if (b.mapping) b.mapping->DropPages(b.data + off, n);
+    if (MappingOf(b)) MappingOf(b)->DropPages(b.data + off, n);
   }
 }
 
@@ -381,9 +382,9 @@ uint64_t HashFileRange(int fd, uint64_t offset, uint64_t size) {
 }
 
 uint64_t HashBytes(const Bytes& b) {
-  if (b.mapping && b.mapping->Contains(b.data, b.size)) {
-    Fd fd{b.mapping->Reopen()};
-    if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - b.mapping->data()), b.size);
+  if (MappingOf(b) && MappingOf(b)->Contains(b.data, b.size)) {
+    Fd fd{MappingOf(b)->Reopen()};
+    if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size);
   }
   if (par::TwoThreads(b.size)) return par::HashOnTwoThreads(par::Source{-1, &b, 0}, b.size);
   Xxh3Stream s;
@@ -407,7 +408,7 @@ uint64_t BytesHasher::Hash(const Bytes& b) {
   // scheduler of a busy machine more than it saves (split of 256 x 4 MiB
   // constants at load 12: 2.40 s with one per constant, 1.27 s before it).
   Xxh3Stream s;
-  Feed(fd, static_cast<uint64_t>(b.data - b.mapping->data()), b.size, &s, buf_);
+  Feed(fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size, &s, buf_);
   return s.Digest();
 }
 
@@ -419,9 +420,9 @@ void HashRegions(const Bytes& file, std::vector<RegionSum>* regions) {
   }
   Fd fd;
   uint64_t base = 0;
-  if (file.mapping && file.mapping->Contains(file.data, file.size)) {
-    fd.fd = file.mapping->Reopen();
-    base = static_cast<uint64_t>(file.data - file.mapping->data());
+  if (MappingOf(file) && MappingOf(file)->Contains(file.data, file.size)) {
+    fd.fd = MappingOf(file)->Reopen();
+    base = static_cast<uint64_t>(file.data - MappingOf(file)->data());
     if (fd.fd >= 0)
       ::posix_fadvise(fd.fd, static_cast<off_t>(base), static_cast<off_t>(file.size), POSIX_FADV_SEQUENTIAL);
   }

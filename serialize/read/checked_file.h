@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "ptepack/report.h"
+#include "serialize/io/report.h"
 #include "serialize/io/file_io.h"
 #include "serialize/read/leading_bytes.h"
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "ptepack/report.h"
 #include "serialize/io/hash.h"
+#include "serialize/io/report.h"
 
 namespace ptepack {
 

@@ -12,8 +12,8 @@
 
 #include "program_generated.h"
 #include "ptepack/bytes.h"
-#include "ptepack/report.h"
 #include "serialize/format/pte_format.h"
+#include "serialize/io/report.h"
 #include "serialize/read/pte_reader.h"
 
 namespace ptepack {

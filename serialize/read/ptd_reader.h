@@ -11,9 +11,9 @@
 
 #include "flat_tensor_generated.h"
 #include "flat_tensor_legacy_generated.h"
-#include "ptepack/report.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/io/file_io.h"
+#include "serialize/io/report.h"
 #include "serialize/read/pte_reader.h"
 
 namespace ptepack {

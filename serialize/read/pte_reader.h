@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "program_generated.h"
-#include "ptepack/report.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/io/file_io.h"
 #include "serialize/read/checked_file.h"
+#include "serialize/io/report.h"
 
 namespace ptepack {
 

@@ -602,13 +602,13 @@ class LayoutComparer {
     return Advance(m, n);
   }
   bool Data(const Bytes& b) {
-    if (b.zeros) return Zeros(b.size);
+    if (IsZeros(b)) return Zeros(b.size);
     if (diff_) return false;
     // A view of the same file (another mapping of it) at this very offset.
-    if (b.mapping && file_.mapping && b.mapping->dev() == file_.mapping->dev() &&
-        b.mapping->ino() == file_.mapping->ino() && b.mapping->data() && file_.mapping->data() &&
-        static_cast<uint64_t>(b.data - b.mapping->data()) ==
-            static_cast<uint64_t>(file_.data - file_.mapping->data()) + at_ &&
+    if (MappingOf(b) && MappingOf(file_) && MappingOf(b)->dev() == MappingOf(file_)->dev() &&
+        MappingOf(b)->ino() == MappingOf(file_)->ino() && MappingOf(b)->data() && MappingOf(file_)->data() &&
+        static_cast<uint64_t>(b.data - MappingOf(b)->data()) ==
+            static_cast<uint64_t>(file_.data - MappingOf(file_)->data()) + at_ &&
         b.size <= file_.size - at_) {
       return Advance(b.size, b.size);
     }
@@ -693,8 +693,8 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   return out;
 }
 
-WriteResult WritePackage(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
-                         const WriteOptions& o) {
+WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
+                              const WriteOptions& o) {
   WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
   const PteLayout l = LayoutPte(pkg, cfg);
   // Lay out every .ptd before writing anything, so layout errors leave no files.

@@ -54,6 +54,10 @@ struct PtdLayout {
 PteLayout LayoutPte(const Package& pkg, const BackendConfig& config);
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
 
+// What ptepack::WritePackage (ptepack/writer.h, serialize/api/write_api.cpp) does.
+WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
+                              const WriteOptions& options);
+
 // Writes a layout to a file (atomic).
 uint64_t WritePteLayout(const PteLayout& layout, const std::string& path, const WriteOptions& options);
 uint64_t WritePtdLayout(const PtdLayout& layout, const std::string& path, const WriteOptions& options);

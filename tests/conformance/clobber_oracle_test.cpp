@@ -13,7 +13,8 @@
 
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"

@@ -11,7 +11,8 @@
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
 #include "ptepack/error.h"
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 

@@ -5,7 +5,8 @@
 #include <stdexcept>
 
 #include "conformance/programs.h"
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 

@@ -6,7 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "serialize/model/program_builder.h"
+#include "ptepack/program_builder.h"
+#include "serialize/model/package.h"
 
 namespace ptepack::testing {
 namespace {

@@ -1,10 +1,12 @@
-#include "serialize/model/program_builder.h"
-
+// ptepack::ProgramBuilder (ptepack/program_builder.h): builds a Package from
+// methods, values and instructions, as ExecuTorch's emitter does.
 #include <map>
 
 #include "ptepack/error.h"
+#include "ptepack/program_builder.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/dedup.h"
+#include "serialize/model/package.h"
 
 namespace ptepack {
 

@@ -1,6 +1,4 @@
 // `repack` and `split` as library functions (ptepack/repack.h).
-#include "ptepack/repack.h"
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -8,6 +6,7 @@
 #include <optional>
 
 #include "config/backend_config.h"
+#include "ptepack/repack.h"
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
 #include "serialize/io/file_io.h"

@@ -1,4 +1,5 @@
-// A list of findings about one file.
+// A list of findings about one file (internal: the public API returns findings
+// as VerifyResult::findings and Error::finding()).
 #pragma once
 
 #include <string>
