@@ -86,7 +86,9 @@ TEST(ProgramInfo, LinearKeepsItsWeightsInTheDataFile) {
   EXPECT_EQ(m.memory_plan.at(0).tensors, (std::vector<uint32_t>{2, 3, 7}));
   EXPECT_EQ(m.operators, (std::vector<std::string>{"aten::permute_copy.out", "aten::addmm.out"}));
 
-  const ProgramInfo ptd = Describe(FixturePath("linear.ptd"), VerifyOptions{{}, 0, 0, true, false});
+  VerifyOptions legacy;
+  legacy.allow_legacy_ptd = true;
+  const ProgramInfo ptd = Describe(FixturePath("linear.ptd"), legacy);
   EXPECT_EQ(ptd.format, "ptd");
   EXPECT_EQ(ptd.file_identifier, "FT01");
   EXPECT_TRUE(ptd.methods.empty());

@@ -252,7 +252,7 @@ struct Source {
     return buf;
   }
   void Done(uint64_t offset, size_t n) const {
-    if (fd < 0 && mem->mapping) mem->mapping->DropPages(mem->data + base + offset, n);
+    if (fd < 0 && MappingOf(*mem)) MappingOf(*mem)->DropPages(mem->data + base + offset, n);
   }
 };
 
