@@ -28,7 +28,7 @@
 
 #include "config/backend_config.h"
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/plan_checks.h"
 #include "serialize/read/program_checks.h"

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

@@ -23,7 +23,7 @@
 
 #include "ptepack/program_builder.h"
 #include "ptepack/reader.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 

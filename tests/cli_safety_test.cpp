@@ -16,7 +16,7 @@
 #include <set>
 
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/cli_run.h"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
 

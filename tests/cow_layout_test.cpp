@@ -19,7 +19,7 @@
 #include "serialize/format/fbtree.h"
 #include "serialize/format/program_json.h"
 #include "serialize/io/file_io.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

@@ -16,7 +16,7 @@
 #include "layout/alignment.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/format/pte_format.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

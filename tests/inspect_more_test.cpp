@@ -7,7 +7,7 @@
 
 #include "config/backend_config.h"
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 

@@ -18,7 +18,7 @@
 
 #include "program_views_generated.h"
 #include "ptepack/error.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"

@@ -22,7 +22,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

@@ -35,7 +35,7 @@
 
 #include "layout/alignment.h"
 #include "serialize/format/fbtree.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "tests/test_util.h"

@@ -2,7 +2,7 @@
 // config that produced it, write it again and compare bytes.
 #include <gtest/gtest.h>
 
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

@@ -13,7 +13,7 @@
 #include "ptepack/program_builder.h"
 #include "serialize/io/hash.h"
 #include "serialize/model/dedup.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
 #include "serialize/read/describe.h"

@@ -16,7 +16,7 @@
 #include "ptepack/repack.h"
 #include "serialize/api/read_api.h"
 #include "serialize/format/program_json.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"

@@ -14,7 +14,7 @@
 #include "ptepack/error.h"
 #include "serialize/format/program_json.h"
 #include "serialize/io/file_io.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/restore.h"
 
 namespace ptepack {

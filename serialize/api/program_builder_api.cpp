@@ -6,7 +6,7 @@
 #include "ptepack/program_builder.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/dedup.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

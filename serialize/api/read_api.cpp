@@ -8,7 +8,7 @@
 #include "serialize/bpte/bpte.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/insight/plan.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/restore.h"
 #include "serialize/write/infer_config.h"

@@ -10,7 +10,7 @@
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
 #include "serialize/io/file_io.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

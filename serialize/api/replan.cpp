@@ -4,7 +4,7 @@
 
 #include "ptepack/error.h"
 #include "serialize/api/read_api.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

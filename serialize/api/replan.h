@@ -16,7 +16,7 @@
 #include "config/backend_config.h"
 #include "ptepack/writer.h"
 #include "serialize/insight/plan.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "config/backend_config.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

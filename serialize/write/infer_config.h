@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/backend_config.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

@@ -18,7 +18,7 @@
 #include "layout/file_plan.h"
 #include "layout/segment_plan.h"
 #include "ptepack/writer.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack {
 

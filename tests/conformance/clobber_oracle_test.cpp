@@ -14,7 +14,7 @@
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"

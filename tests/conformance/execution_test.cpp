@@ -13,7 +13,7 @@
 
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/read/restore.h"

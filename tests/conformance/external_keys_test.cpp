@@ -12,7 +12,7 @@
 #include "conformance/programs.h"
 #include "ptepack/error.h"
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
 

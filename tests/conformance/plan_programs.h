@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack::testing {
 

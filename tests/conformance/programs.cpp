@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "ptepack/program_builder.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 namespace ptepack::testing {
 namespace {

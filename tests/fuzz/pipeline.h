@@ -25,7 +25,7 @@
 #include "serialize/insight/byte_map.h"
 #include "serialize/insight/plan_map.h"
 #include "serialize/insight/size.h"
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/describe.h"
 #include "serialize/read/plan_lifetimes.h"

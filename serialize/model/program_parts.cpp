@@ -1,4 +1,4 @@
-#include "serialize/model/package.h"
+#include "serialize/model/program_parts.h"
 
 #include <algorithm>
 #include <utility>
