@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "serialize/read/program_info_read.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 
@@ -36,22 +37,19 @@ json ReportJson(const Report& r) {
 
 const char* KernelTypeName(efb::KernelTypes t) { return efb::EnumNameKernelTypes(t); }
 
-json ValueSummary(const efb::ExecutionPlan& plan, int32_t idx) {
+// An input's or output's summary, from the typed description (a tag this
+// version does not know is named by the raw tag, as flatc names it).
+json ValueSummary(const efb::ExecutionPlan& plan, const MethodInfo& m, int32_t idx) {
   json j{{"index", idx}};
-  if (!plan.values() || idx < 0 || static_cast<size_t>(idx) >= plan.values()->size()) return j;
-  const auto* v = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(idx));
-  j["kind"] = KernelTypeName(v->val_type());
-  if (v->val_type() == efb::KernelTypes::Tensor) {
-    const auto* t = v->val_as_Tensor();
-    if (t == nullptr) return j;  // tag without a value (reported by the reader)
-    j["dtype"] = ScalarTypeName(static_cast<int>(t->scalar_type()));
-    json sizes = json::array();
-    if (t->sizes()) {
-      for (int32_t s : *t->sizes()) sizes.push_back(s);
-    }
-    j["sizes"] = sizes;
-    j["dynamism"] = efb::EnumNameTensorShapeDynamism(t->shape_dynamism());
-  }
+  if (idx < 0 || static_cast<size_t>(idx) >= m.values.size()) return j;
+  const ValueInfo& v = m.values[static_cast<size_t>(idx)];
+  j["kind"] = v.kind == ValueKind::kUnknown
+                  ? KernelTypeName(plan.values()->Get(static_cast<flatbuffers::uoffset_t>(idx))->val_type())
+                  : ValueKindName(v.kind);
+  if (!v.tensor) return j;  // not a tensor, or a tag without a value (reported by the reader)
+  j["dtype"] = ScalarTypeName(static_cast<int>(v.tensor->dtype));
+  j["sizes"] = v.tensor->shape;
+  j["dynamism"] = efb::EnumNameTensorShapeDynamism(static_cast<efb::TensorShapeDynamism>(v.tensor->shape_dynamism));
   return j;
 }
 
@@ -297,39 +295,24 @@ class PteDescriber {
   }
 
   json Method(const efb::ExecutionPlan& plan) {
+    const MethodInfo info = MethodInfoOf(plan, pte_);
     json m;
-    const std::string name = plan.name() ? plan.name()->str() : "";
+    const std::string& name = info.name;
     m["name"] = name;
     json ins = json::array(), outs = json::array();
-    if (plan.inputs()) {
-      for (int32_t i : *plan.inputs()) ins.push_back(ValueSummary(plan, i));
-    }
-    if (plan.outputs()) {
-      for (int32_t i : *plan.outputs()) outs.push_back(ValueSummary(plan, i));
-    }
+    for (int32_t i : info.inputs) ins.push_back(ValueSummary(plan, info, i));
+    for (int32_t i : info.outputs) outs.push_back(ValueSummary(plan, info, i));
     m["inputs"] = ins;
     m["outputs"] = outs;
-    m["num_values"] = plan.values() ? plan.values()->size() : 0;
-    size_t ninstr = 0;
+    m["num_values"] = info.values.size();
     bool has_stack = false;
     if (plan.chains()) {
-      for (const auto* ch : *plan.chains()) {
-        ninstr += ch->instructions() ? ch->instructions()->size() : 0;
-        has_stack = has_stack || ch->stacktrace();
-      }
+      for (const auto* ch : *plan.chains()) has_stack = has_stack || ch->stacktrace();
     }
     m["num_chains"] = plan.chains() ? plan.chains()->size() : 0;
-    m["num_instructions"] = ninstr;
+    m["num_instructions"] = info.num_instructions;
     m["stacktraces"] = has_stack;
-    json ops = json::array();
-    if (plan.operators()) {
-      for (const auto* op : *plan.operators()) {
-        std::string n = op->name() ? op->name()->str() : "";
-        if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-        ops.push_back(n);
-      }
-    }
-    m["operators"] = ops;
+    m["operators"] = info.operators;
     json dels = json::array();
     if (plan.delegates()) {
       for (const auto* dl : *plan.delegates()) dels.push_back(Delegate(*dl));
