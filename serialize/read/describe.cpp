@@ -323,7 +323,7 @@ class PteDescriber {
       for (int64_t s : *plan.non_const_buffer_sizes()) ncbs.push_back(s);
     }
     m["non_const_buffer_sizes"] = ncbs;
-    m["mutable_buffer_names"] = TensorValues(plan, name);
+    m["mutable_buffer_names"] = TensorValues(plan, info);
     m["stored_tensors"] = StoredTensorsJson(*p_, plan);
     if (json r = ConstantReturns(plan); !r.is_null()) m["returns"] = r;
     if (json st = StackTraceSample(plan); !st.is_null()) m["stacktrace_sample"] = st;
@@ -354,31 +354,28 @@ class PteDescriber {
     return dj;
   }
 
-  // Walks the method's tensors: external ones go to external_tensors,
-  // constants are counted per buffer; returns the mutable buffers' names.
-  json TensorValues(const efb::ExecutionPlan& plan, const std::string& method) {
+  // Walks the method's tensors (typed, as the runtime places them): external
+  // ones go to external_tensors, constants are counted per buffer; returns the
+  // mutable buffers' names (read from the flatbuffer: a name present but empty
+  // is printed, and the typed key cannot tell it from no name).
+  json TensorValues(const efb::ExecutionPlan& plan, const MethodInfo& info) {
     json mut_names = json::array();
-    if (!plan.values()) return mut_names;
-    for (uint32_t vi = 0; vi < plan.values()->size(); ++vi) {
-      const auto* v = plan.values()->Get(vi);
-      if (v->val_type() != efb::KernelTypes::Tensor) continue;
-      const auto* t = v->val_as_Tensor();
-      if (t == nullptr) continue;
-      const auto* eti = t->extra_tensor_info();
-      if (eti && eti->location() == efb::TensorDataLocation::EXTERNAL) {
-        std::string key = eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : "";
-        json e{{"key", key}, {"method", method}, {"value", vi}, {"mutable", t->allocation_info() != nullptr}};
-        if (!ptds_.empty()) e["found"] = ptd_keys_.count(key) > 0;
+    for (const ValueInfo& v : info.values) {
+      if (!v.tensor) continue;
+      const TensorInfo& t = *v.tensor;
+      if (t.location == TensorLocation::kExternal || t.external_initial_state) {
+        json e{{"key", t.key}, {"method", info.name}, {"value", v.index}, {"mutable", t.planned.has_value()}};
+        if (!ptds_.empty()) e["found"] = ptd_keys_.count(t.key) > 0;
         external_.push_back(e);
         continue;
       }
-      if (eti && eti->fully_qualified_name() && t->allocation_info()) {
-        mut_names.push_back(eti->fully_qualified_name()->str());
+      if (t.planned) {
+        const auto* eti = plan.values()->Get(v.index)->val_as_Tensor()->extra_tensor_info();
+        if (eti && eti->fully_qualified_name()) mut_names.push_back(eti->fully_qualified_name()->str());
       }
-      if (t->data_buffer_idx() > 0 && !t->allocation_info()) {
-        auto nb = TensorNbytes(*t);
-        auto& br = buffer_refs_[t->data_buffer_idx()];
-        br.first = std::max<uint64_t>(br.first, nb.value_or(0));
+      if (t.location == TensorLocation::kConstant) {
+        auto& br = buffer_refs_[t.data_buffer];
+        br.first = std::max<uint64_t>(br.first, t.nbytes.value_or(0));
         br.second++;
       }
     }
