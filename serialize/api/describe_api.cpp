@@ -5,149 +5,15 @@
 #include "ptepack/program_info.h"
 #include "serialize/api/read_api.h"
 #include "serialize/bpte/bpte.h"
+#include "serialize/read/program_info_read.h"
 
 namespace ptepack {
 namespace {
 
 namespace efb = executorch_flatbuffer;
 
-template <typename T, typename V>
-std::vector<T> VecOf(const V* v) {
-  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>{};
-}
-
 std::string IdentifierOf(const Bytes& file) {
   return file.size >= 8 ? std::string(reinterpret_cast<const char*>(file.data) + 4, 4) : std::string();
-}
-
-// The runtime's rule (tensor_parser_exec_aten.cpp, getTensorDataPtr): an
-// external tensor without a plan is read from the .ptd; a planned one is a
-// slot (its initial state loaded from the .ptd or the mutable segment); a
-// constant has a data buffer and no plan; anything else is supplied at run time.
-TensorInfo Tensor(const efb::Tensor& t) {
-  TensorInfo info;
-  info.dtype = static_cast<ScalarType>(t.scalar_type());
-  info.shape = VecOf<int32_t>(t.sizes());
-  info.dim_order = VecOf<uint8_t>(t.dim_order());
-  info.nbytes = TensorNbytes(t);
-  info.shape_dynamism = static_cast<ShapeDynamism>(t.shape_dynamism());
-  info.data_buffer = t.data_buffer_idx();
-  const auto* eti = t.extra_tensor_info();
-  if (eti && eti->fully_qualified_name()) info.key = eti->fully_qualified_name()->str();
-  const bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
-  if (const auto* a = t.allocation_info()) {
-    info.location = TensorLocation::kPlanned;
-    info.planned =
-        PlannedLocation{a->memory_id(), uint64_t{a->memory_offset_low()} | (uint64_t{a->memory_offset_high()} << 32)};
-    info.external_initial_state = external;
-  } else if (external) {
-    info.location = TensorLocation::kExternal;
-  } else if (t.data_buffer_idx() > 0) {
-    info.location = TensorLocation::kConstant;
-  }
-  return info;
-}
-
-ValueInfo Value(const efb::EValue& v, uint32_t index) {
-  ValueInfo info;
-  info.index = index;
-  switch (v.val_type()) {
-    case efb::KernelTypes::Null:
-      info.kind = ValueKind::kNull;
-      break;
-    case efb::KernelTypes::Int:
-      info.kind = ValueKind::kInt;
-      break;
-    case efb::KernelTypes::Bool:
-      info.kind = ValueKind::kBool;
-      break;
-    case efb::KernelTypes::Double:
-      info.kind = ValueKind::kDouble;
-      break;
-    case efb::KernelTypes::String:
-      info.kind = ValueKind::kString;
-      break;
-    case efb::KernelTypes::IntList:
-      info.kind = ValueKind::kIntList;
-      break;
-    case efb::KernelTypes::DoubleList:
-      info.kind = ValueKind::kDoubleList;
-      break;
-    case efb::KernelTypes::BoolList:
-      info.kind = ValueKind::kBoolList;
-      break;
-    case efb::KernelTypes::TensorList:
-      info.kind = ValueKind::kTensorList;
-      break;
-    case efb::KernelTypes::OptionalTensorList:
-      info.kind = ValueKind::kOptionalTensorList;
-      break;
-    case efb::KernelTypes::Tensor:
-      info.kind = ValueKind::kTensor;
-      if (const auto* t = v.val_as_Tensor()) info.tensor = Tensor(*t);
-      break;
-    default:
-      info.kind = ValueKind::kUnknown;
-      break;
-  }
-  return info;
-}
-
-DelegateInfo Delegate(const efb::BackendDelegate& d, const PteFile& pte) {
-  DelegateInfo info;
-  info.backend_id = d.id() ? d.id()->str() : "";
-  info.compile_specs = d.compile_specs() ? d.compile_specs()->size() : 0;
-  const auto* pr = d.processed();
-  if (!pr) return info;
-  info.in_segment = pr->location() == efb::DataLocation::SEGMENT;
-  info.index = pr->index();
-  const auto* bdd = pte.program()->backend_delegate_data();
-  if (info.in_segment && info.index < pte.segments().size()) {
-    info.size = pte.segments()[info.index].size;
-  } else if (!info.in_segment && bdd && info.index < bdd->size() && bdd->Get(info.index)->data()) {
-    info.size = bdd->Get(info.index)->data()->size();
-  }
-  return info;
-}
-
-// Buffers 1.. of non_const_buffer_sizes with the tensors planned in each.
-std::vector<PlannedBufferInfo> MemoryPlan(const efb::ExecutionPlan& plan, const std::vector<ValueInfo>& values) {
-  std::vector<PlannedBufferInfo> buffers;
-  const auto* sizes = plan.non_const_buffer_sizes();
-  for (uint32_t id = 1; sizes && id < sizes->size(); ++id) {
-    buffers.push_back(PlannedBufferInfo{id, static_cast<uint64_t>(sizes->Get(id)), {}});
-  }
-  for (const auto& v : values) {
-    if (!v.tensor || !v.tensor->planned) continue;
-    const uint32_t id = v.tensor->planned->memory_id;
-    if (id >= 1 && id - 1 < buffers.size()) buffers[id - 1].tensors.push_back(v.index);
-  }
-  return buffers;
-}
-
-MethodInfo Method(const efb::ExecutionPlan& plan, const PteFile& pte) {
-  MethodInfo m;
-  m.name = plan.name() ? plan.name()->str() : "";
-  if (plan.values()) {
-    for (uint32_t i = 0; i < plan.values()->size(); ++i) m.values.push_back(Value(*plan.values()->Get(i), i));
-  }
-  m.inputs = VecOf<int32_t>(plan.inputs());
-  m.outputs = VecOf<int32_t>(plan.outputs());
-  if (plan.operators()) {
-    for (const auto* op : *plan.operators()) {
-      std::string n = op->name() ? op->name()->str() : "";
-      if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-      m.operators.push_back(n);
-    }
-  }
-  if (plan.delegates()) {
-    for (const auto* d : *plan.delegates()) m.delegates.push_back(Delegate(*d, pte));
-  }
-  if (plan.chains()) {
-    for (const auto* ch : *plan.chains()) m.num_instructions += ch->instructions() ? ch->instructions()->size() : 0;
-  }
-  m.memory_plan = MemoryPlan(plan, m.values);
-  return m;
 }
 
 std::vector<SegmentInfo> Segments(const std::vector<SegmentSpan>& spans) {
@@ -165,7 +31,7 @@ void DescribePte(const PteFile& pte, ProgramInfo& info) {
   const auto* p = pte.program();
   if (!p) return;
   if (p->execution_plan()) {
-    for (const auto* plan : *p->execution_plan()) info.methods.push_back(Method(*plan, pte));
+    for (const auto* plan : *p->execution_plan()) info.methods.push_back(MethodInfoOf(*plan, pte));
   }
   if (p->named_data()) {
     for (const auto* nd : *p->named_data()) {

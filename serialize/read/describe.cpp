@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "serialize/read/program_info_read.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
 
@@ -36,22 +37,19 @@ json ReportJson(const Report& r) {
 
 const char* KernelTypeName(efb::KernelTypes t) { return efb::EnumNameKernelTypes(t); }
 
-json ValueSummary(const efb::ExecutionPlan& plan, int32_t idx) {
+// An input's or output's summary, from the typed description (a tag this
+// version does not know is named by the raw tag, as flatc names it).
+json ValueSummary(const efb::ExecutionPlan& plan, const MethodInfo& m, int32_t idx) {
   json j{{"index", idx}};
-  if (!plan.values() || idx < 0 || static_cast<size_t>(idx) >= plan.values()->size()) return j;
-  const auto* v = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(idx));
-  j["kind"] = KernelTypeName(v->val_type());
-  if (v->val_type() == efb::KernelTypes::Tensor) {
-    const auto* t = v->val_as_Tensor();
-    if (t == nullptr) return j;  // tag without a value (reported by the reader)
-    j["dtype"] = ScalarTypeName(static_cast<int>(t->scalar_type()));
-    json sizes = json::array();
-    if (t->sizes()) {
-      for (int32_t s : *t->sizes()) sizes.push_back(s);
-    }
-    j["sizes"] = sizes;
-    j["dynamism"] = efb::EnumNameTensorShapeDynamism(t->shape_dynamism());
-  }
+  if (idx < 0 || static_cast<size_t>(idx) >= m.values.size()) return j;
+  const ValueInfo& v = m.values[static_cast<size_t>(idx)];
+  j["kind"] = v.kind == ValueKind::kUnknown
+                  ? KernelTypeName(plan.values()->Get(static_cast<flatbuffers::uoffset_t>(idx))->val_type())
+                  : ValueKindName(v.kind);
+  if (!v.tensor) return j;  // not a tensor, or a tag without a value (reported by the reader)
+  j["dtype"] = ScalarTypeName(static_cast<int>(v.tensor->dtype));
+  j["sizes"] = v.tensor->shape;
+  j["dynamism"] = efb::EnumNameTensorShapeDynamism(static_cast<efb::TensorShapeDynamism>(v.tensor->shape_dynamism));
   return j;
 }
 
@@ -297,39 +295,24 @@ class PteDescriber {
   }
 
   json Method(const efb::ExecutionPlan& plan) {
+    const MethodInfo info = MethodInfoOf(plan, pte_);
     json m;
-    const std::string name = plan.name() ? plan.name()->str() : "";
+    const std::string& name = info.name;
     m["name"] = name;
     json ins = json::array(), outs = json::array();
-    if (plan.inputs()) {
-      for (int32_t i : *plan.inputs()) ins.push_back(ValueSummary(plan, i));
-    }
-    if (plan.outputs()) {
-      for (int32_t i : *plan.outputs()) outs.push_back(ValueSummary(plan, i));
-    }
+    for (int32_t i : info.inputs) ins.push_back(ValueSummary(plan, info, i));
+    for (int32_t i : info.outputs) outs.push_back(ValueSummary(plan, info, i));
     m["inputs"] = ins;
     m["outputs"] = outs;
-    m["num_values"] = plan.values() ? plan.values()->size() : 0;
-    size_t ninstr = 0;
+    m["num_values"] = info.values.size();
     bool has_stack = false;
     if (plan.chains()) {
-      for (const auto* ch : *plan.chains()) {
-        ninstr += ch->instructions() ? ch->instructions()->size() : 0;
-        has_stack = has_stack || ch->stacktrace();
-      }
+      for (const auto* ch : *plan.chains()) has_stack = has_stack || ch->stacktrace();
     }
     m["num_chains"] = plan.chains() ? plan.chains()->size() : 0;
-    m["num_instructions"] = ninstr;
+    m["num_instructions"] = info.num_instructions;
     m["stacktraces"] = has_stack;
-    json ops = json::array();
-    if (plan.operators()) {
-      for (const auto* op : *plan.operators()) {
-        std::string n = op->name() ? op->name()->str() : "";
-        if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-        ops.push_back(n);
-      }
-    }
-    m["operators"] = ops;
+    m["operators"] = info.operators;
     json dels = json::array();
     if (plan.delegates()) {
       for (const auto* dl : *plan.delegates()) dels.push_back(Delegate(*dl));
@@ -340,7 +323,7 @@ class PteDescriber {
       for (int64_t s : *plan.non_const_buffer_sizes()) ncbs.push_back(s);
     }
     m["non_const_buffer_sizes"] = ncbs;
-    m["mutable_buffer_names"] = TensorValues(plan, name);
+    m["mutable_buffer_names"] = TensorValues(plan, info);
     m["stored_tensors"] = StoredTensorsJson(*p_, plan);
     if (json r = ConstantReturns(plan); !r.is_null()) m["returns"] = r;
     if (json st = StackTraceSample(plan); !st.is_null()) m["stacktrace_sample"] = st;
@@ -371,31 +354,28 @@ class PteDescriber {
     return dj;
   }
 
-  // Walks the method's tensors: external ones go to external_tensors,
-  // constants are counted per buffer; returns the mutable buffers' names.
-  json TensorValues(const efb::ExecutionPlan& plan, const std::string& method) {
+  // Walks the method's tensors (typed, as the runtime places them): external
+  // ones go to external_tensors, constants are counted per buffer; returns the
+  // mutable buffers' names (read from the flatbuffer: a name present but empty
+  // is printed, and the typed key cannot tell it from no name).
+  json TensorValues(const efb::ExecutionPlan& plan, const MethodInfo& info) {
     json mut_names = json::array();
-    if (!plan.values()) return mut_names;
-    for (uint32_t vi = 0; vi < plan.values()->size(); ++vi) {
-      const auto* v = plan.values()->Get(vi);
-      if (v->val_type() != efb::KernelTypes::Tensor) continue;
-      const auto* t = v->val_as_Tensor();
-      if (t == nullptr) continue;
-      const auto* eti = t->extra_tensor_info();
-      if (eti && eti->location() == efb::TensorDataLocation::EXTERNAL) {
-        std::string key = eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : "";
-        json e{{"key", key}, {"method", method}, {"value", vi}, {"mutable", t->allocation_info() != nullptr}};
-        if (!ptds_.empty()) e["found"] = ptd_keys_.count(key) > 0;
+    for (const ValueInfo& v : info.values) {
+      if (!v.tensor) continue;
+      const TensorInfo& t = *v.tensor;
+      if (t.location == TensorLocation::kExternal || t.external_initial_state) {
+        json e{{"key", t.key}, {"method", info.name}, {"value", v.index}, {"mutable", t.planned.has_value()}};
+        if (!ptds_.empty()) e["found"] = ptd_keys_.count(t.key) > 0;
         external_.push_back(e);
         continue;
       }
-      if (eti && eti->fully_qualified_name() && t->allocation_info()) {
-        mut_names.push_back(eti->fully_qualified_name()->str());
+      if (t.planned) {
+        const auto* eti = plan.values()->Get(v.index)->val_as_Tensor()->extra_tensor_info();
+        if (eti && eti->fully_qualified_name()) mut_names.push_back(eti->fully_qualified_name()->str());
       }
-      if (t->data_buffer_idx() > 0 && !t->allocation_info()) {
-        auto nb = TensorNbytes(*t);
-        auto& br = buffer_refs_[t->data_buffer_idx()];
-        br.first = std::max<uint64_t>(br.first, nb.value_or(0));
+      if (t.location == TensorLocation::kConstant) {
+        auto& br = buffer_refs_[t.data_buffer];
+        br.first = std::max<uint64_t>(br.first, t.nbytes.value_or(0));
         br.second++;
       }
     }

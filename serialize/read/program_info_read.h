@@ -1,0 +1,20 @@
+// The typed description's pieces (ptepack/program_info.h) read from a
+// verified program: one source for ptepack::Describe and for `inspect`.
+#pragma once
+
+#include <vector>
+
+#include "ptepack/program_info.h"
+#include "serialize/read/pte_reader.h"
+
+namespace ptepack {
+
+// A method's values, inputs, outputs, operators, delegates, instruction count
+// and memory plan, as the runtime would read them from `plan`.
+MethodInfo MethodInfoOf(const executorch_flatbuffer::ExecutionPlan& plan, const PteFile& pte);
+
+// The name `inspect` prints for a value's kind: the schema's KernelTypes name
+// ("" for kUnknown: the caller prints the raw tag's name).
+const char* ValueKindName(ValueKind kind);
+
+}  // namespace ptepack
