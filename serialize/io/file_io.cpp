@@ -2,11 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +19,12 @@
 #include <thread>
 
 #include "ptepack/error.h"
+
+#if defined(__linux__)  // tmpfs detection and splice (not in the WebAssembly build)
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#define PTEPACK_HAVE_SPLICE 1
+#endif
 
 // Emscripten's libc (the browser viewer's build, which never writes files) has no
 // SEEK_DATA/SEEK_HOLE; lseek refuses Linux's values there, and CopyExtents copies on.
@@ -766,9 +770,11 @@ void AtomicFile::OpenDirect() {
 // An output on a tmpfs is memory: O_DIRECT there is the buffered path under
 // another name (or refused), and the data is best spliced in (SpliceFrom).
 void AtomicFile::NoteFileSystem() {
+#ifdef PTEPACK_HAVE_SPLICE
   struct statfs fs {};
   in_memory_ = ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
   if (in_memory_) unbuffered_refused_ = true;
+#endif
 }
 
 AtomicFile::~AtomicFile() {
@@ -1042,6 +1048,11 @@ void AtomicFile::CopyExtents(int fd, uint64_t start, uint64_t n, bool may_have_h
 // refused: EXDEV). Returns the bytes moved: fewer when the source cannot be
 // spliced (then the caller reads the rest).
 uint64_t AtomicFile::SpliceFrom(int src_fd, uint64_t src_off, uint64_t n) {
+#ifndef PTEPACK_HAVE_SPLICE
+  (void)src_fd, (void)src_off, (void)n;
+  splice_unsupported_ = true;  // no splice here: the caller reads
+  return 0;
+#else
   if (n == 0 || splice_unsupported_) return 0;
   Flush();
   if (pipe_[0] < 0) {
@@ -1083,6 +1094,7 @@ uint64_t AtomicFile::SpliceFrom(int src_fd, uint64_t src_off, uint64_t n) {
   }
   offset_ += done;
   return done;
+#endif
 }
 
 // pread into the buffer (no mapping involved), or into the unbuffered
