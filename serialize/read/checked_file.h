@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "serialize/io/report.h"
 #include "serialize/io/file_io.h"
+#include "serialize/io/report.h"
 #include "serialize/read/leading_bytes.h"
 
 namespace ptepack {

@@ -16,8 +16,8 @@
 #include "program_generated.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/io/file_io.h"
-#include "serialize/read/checked_file.h"
 #include "serialize/io/report.h"
+#include "serialize/read/checked_file.h"
 
 namespace ptepack {
 
