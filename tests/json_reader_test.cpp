@@ -91,6 +91,30 @@ TEST(JsonReader, SyntaxErrorsAndDepthAreLocated) {
   EXPECT_EQ(f.offset, 1006u);
 }
 
+// A spec's program is read by itself and cut out of the text nlohmann::json
+// parses (JsonDocument::WithGap): offsets past the cut are the file's.
+TEST(JsonReader, OffsetsPastACutAreThoseOfTheFile) {
+  //                       0         1         2         3
+  //                       01234567890123456789012345678901234567
+  const std::string file = R"({"p": {"abc": 1}, "k": "v", "n": [1,]})";
+  // Bytes 7..14 (`"abc": 1`) cut out: {"p": {}, "k": "v", "n": [1,]}
+  const auto cut = [&](const std::string& f) { return f.substr(0, 7) + f.substr(15); };
+  Finding f = Thrown([&] { JsonDocument::WithGap(cut(file), "s.json", "bad-spec", 7, 8, file); });
+  EXPECT_EQ(f.offset, 36u);  // the ']' after the comma, in the file
+  EXPECT_EQ(f.message.rfind("not valid JSON: parse error at line 1, column 37: ", 0), 0u) << f.message;
+  // Lines and columns are the file's too, newlines in the cut counted.
+  const std::string lines = "{\"p\": {\n\"abc\": 1\n},\n\"n\": [1,]}";
+  // Offsets: the inner '{' 6, newlines 7, 16 and 19, its '}' 17, '[' 25, ']' 28.
+  f = Thrown([&] { JsonDocument::WithGap(lines.substr(0, 7) + lines.substr(17), "s.json", "bad-spec", 7, 10, lines); });
+  EXPECT_EQ(f.offset, 28u);  // the ']': line 4 starts at 20, so column 28 - 20 + 1
+  EXPECT_EQ(f.message.rfind("not valid JSON: parse error at line 4, column 9: ", 0), 0u) << f.message;
+  const std::string ok = R"({"p": {"abc": 1}, "k": "v"})";
+  JsonDocument doc = JsonDocument::WithGap(cut(ok), "s.json", "bad-spec", 7, 8, ok);
+  EXPECT_EQ(Thrown([&] { doc.root()["k"].U64(); }).offset, 23u);         // past the cut
+  EXPECT_EQ(Thrown([&] { doc.root()["p"].String(); }).offset, 6u);       // before it
+  EXPECT_EQ(Thrown([&] { doc.root()["p"]["x"].String(); }).offset, 6u);  // its object, missing "x"
+}
+
 TEST(JsonReader, DuplicateAndEscapedKeysAreFound) {
   //                      0          1          2          3
   //                      01234567890123456789012345678901234567
@@ -146,6 +170,20 @@ TEST(JsonReaderCli, SpecFieldOfTheWrongType) {
   const uint64_t at = text.find("7, \"zeros\"");
   auto r = RunCli({"pack", dir + "/x/config.json", dir + "/spec.json", "-o", dir + "/o.pte"});
   ExpectLocated(r, dir + "/spec.json", "named_data[0].key: must be a string", at);
+}
+
+// A syntax error after the program (read by itself, json_tree.h) is located in the file.
+TEST(JsonReaderCli, SpecSyntaxErrorAfterTheProgram) {
+  const std::string dir = TempDir("json_cli_spec_syntax");
+  ASSERT_EQ(RunCli({"extract", FixturePath("add.pte"), "-o", dir + "/x"}).exit_code, 0);
+  std::vector<uint8_t> spec = ReadFile(dir + "/x/spec.json");
+  std::string text(spec.begin(), spec.end());
+  text = text.substr(0, text.find_last_of('}')) + ",\n\"mutable_data\": [1,]\n}\n";
+  std::ofstream(dir + "/spec.json") << text;
+  const uint64_t at = text.find(",]");
+  auto r = RunCli({"pack", dir + "/x/config.json", dir + "/spec.json", "-o", dir + "/o.pte"});
+  ExpectLocated(r, dir + "/spec.json", "not valid JSON", at + 1);  // the ']'
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o.pte"));
 }
 
 TEST(JsonReaderCli, ManifestFieldOfTheWrongType) {

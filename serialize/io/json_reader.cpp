@@ -1,5 +1,6 @@
 #include "serialize/io/json_reader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <utility>
@@ -167,15 +168,41 @@ const char* KindOf(const nlohmann::json& j) {
   }
 }
 
+// nlohmann's "at line L, column C" in `what`, counted again in `whole` after
+// `chars_read` characters (its count: a newline starts column 0 of the next
+// line; at the end, one past the text).
+std::string LineColumnIn(std::string what, std::string_view whole, uint64_t chars_read) {
+  const size_t at = what.find("at line ");
+  const size_t colon = at == std::string::npos ? std::string::npos : what.find(':', at);
+  if (colon == std::string::npos) return what;
+  const size_t end = static_cast<size_t>(std::min<uint64_t>(chars_read, whole.size()));
+  const std::string_view read = whole.substr(0, end);
+  const size_t nl = read.rfind('\n');
+  const size_t line_start = nl == std::string_view::npos ? 0 : nl + 1;
+  const uint64_t line = 1 + static_cast<uint64_t>(std::count(read.begin(), read.end(), '\n'));
+  return what.replace(at, colon - at,
+                      "at line " + std::to_string(line) + ", column " + std::to_string(chars_read - line_start));
+}
+
 }  // namespace
 
 JsonDocument::JsonDocument(std::string text, std::string file, std::string code, uint64_t base_offset)
-    : text_(std::move(text)), file_(std::move(file)), code_(std::move(code)), base_offset_(base_offset) {
+    : JsonDocument(std::move(text), std::move(file), std::move(code), base_offset, Gap{}) {}
+
+JsonDocument JsonDocument::WithGap(std::string text, std::string file, std::string code, uint64_t gap_at,
+                                   uint64_t gap_size, std::string_view whole) {
+  JsonDocument doc(std::move(text), std::move(file), std::move(code), 0, Gap{gap_at, gap_size, whole});
+  doc.gap_.whole = {};
+  return doc;
+}
+
+JsonDocument::JsonDocument(std::string text, std::string file, std::string code, uint64_t base_offset, Gap gap)
+    : text_(std::move(text)), file_(std::move(file)), code_(std::move(code)), base_offset_(base_offset), gap_(gap) {
   try {
     CheckJsonDepth(text_, file_, code_);
   } catch (const Error& e) {
     Finding f = e.finding();
-    if (f.offset) f.offset = *f.offset + base_offset_;
+    if (f.offset) f.offset = InFile(*f.offset);
     throw Error(std::move(f));
   }
   try {
@@ -187,7 +214,8 @@ JsonDocument::JsonDocument(std::string text, std::string file, std::string code,
     if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);
     std::optional<uint64_t> at;
     if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
-      at = base_offset_ + (pe->byte > 0 ? pe->byte - 1 : 0);
+      at = InFile(pe->byte > 0 ? pe->byte - 1 : 0);
+      if (!gap_.whole.empty()) what = LineColumnIn(std::move(what), gap_.whole, pe->byte > 0 ? *at + 1 : 0);
     }
     Throw(*this, at, "not valid JSON: " + what);
   }
@@ -216,7 +244,7 @@ std::optional<uint64_t> JsonField::Offset() const {
   if (!doc_->has_text_) return std::nullopt;
   std::vector<Step> path;
   FindPath(doc_->json_, j_, path);
-  return doc_->base_offset_ + Locate(doc_->text_, path);
+  return doc_->InFile(Locate(doc_->text_, path));
 }
 
 std::string JsonField::Shown() const {

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,13 @@ class JsonDocument {
   // code of every failure ("bad-config", "bad-spec", ...); `base_offset` is
   // where the text starts in `file` (a bundle's index), added to offsets.
   JsonDocument(std::string text, std::string file, std::string code, uint64_t base_offset = 0);
+  // Parses `text`, which is `whole` (`file`'s text) with `gap_size` bytes
+  // cut out at `gap_at` (a spec whose program was read separately): offsets
+  // in errors at or past the cut are moved back to where they are in `file`,
+  // and a syntax error's line and column are counted in `whole` (read only
+  // here).
+  static JsonDocument WithGap(std::string text, std::string file, std::string code, uint64_t gap_at, uint64_t gap_size,
+                              std::string_view whole);
   // A value parsed elsewhere (a Python dict, a config edited in memory):
   // failures name the field but no offset.
   static JsonDocument OfValue(nlohmann::json value, std::string file, std::string code);
@@ -60,12 +68,21 @@ class JsonDocument {
   friend class JsonField;
   struct ValueTag {};
   JsonDocument(ValueTag, nlohmann::json value, std::string file, std::string code);
+  struct Gap {
+    uint64_t at = UINT64_MAX;
+    uint64_t size = 0;
+    std::string_view whole;  // during construction only
+  };
+  JsonDocument(std::string text, std::string file, std::string code, uint64_t base_offset, Gap gap);
+  // Where byte `at` of text_ is in the file.
+  uint64_t InFile(uint64_t at) const { return base_offset_ + at + (at >= gap_.at ? gap_.size : 0); }
   std::string text_;
   std::string file_;
   std::string code_;
   nlohmann::json json_;
   bool has_text_ = true;
   uint64_t base_offset_ = 0;
+  Gap gap_;
 };
 
 class JsonField {

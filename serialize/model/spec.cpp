@@ -3,7 +3,9 @@
 #include <flatbuffers/idl.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -104,64 +106,94 @@ std::shared_ptr<fb::Table> ProgramFromJson(const JsonField& program, const std::
   return ProgramFromParser(*parser, file);
 }
 
-// The byte range of the value of the top-level key "program" in a spec, if
-// the text is an object with exactly one such key whose value is an object
-// with balanced braces (a string-aware scan, no parse). The program is then
-// handed to FlatBuffers' parser as it is written, instead of being parsed by
-// nlohmann::json and printed again (a quarter of `pack`'s time on a program
-// of 20,000 values). Anything unusual: nullopt, and the old path runs.
-std::optional<std::pair<size_t, size_t>> ProgramSpan(const std::string& text) {
+// One pass over a spec's text (strings skipped as ScanJsonTokens does, no
+// parse): throws CheckJsonDepth's error where nesting first exceeds
+// kMaxJsonDepth, and returns the byte range of the value of the top-level key
+// "program" if the text is an object with exactly one such key whose value is
+// an object with balanced braces. The program is then read by itself, and
+// nlohmann::json reads only the rest. Anything unusual: nullopt, and the old
+// path runs.
+std::optional<std::pair<size_t, size_t>> ScanSpec(const std::string& text, const std::string& name) {
   std::optional<std::pair<size_t, size_t>> span;
   size_t depth = 0;
   bool want_value = false;  // just saw the top-level key "program" and its colon
   bool after_program_key = false;
   bool unusual = false;
-  ScanJsonTokens(text, [&](size_t at, size_t end) {
-    const char c = text[at];
-    if (after_program_key) {
-      after_program_key = false;
-      want_value = c == ':';
-      return !(unusual = !want_value);
+  const char* const t = text.data();
+  const size_t n = text.size();
+  // Bytes that end a run of skipped ones: outside strings, a quote or a
+  // bracket (anything else only matters right after the key "program", the
+  // start of the text, scanned a token at a time); inside, a quote or a
+  // backslash.
+  static const auto kStops = [] {
+    std::array<std::array<bool, 256>, 2> stop{};
+    for (unsigned char c : {'"', '{', '[', '}', ']'}) stop[0][c] = true;
+    for (unsigned char c : {'"', '\\'}) stop[1][c] = true;
+    return stop;
+  }();
+  const auto& token_stop = kStops[0];
+  const auto& string_stop = kStops[1];
+  for (size_t i = 0; i < n; ++i) {
+    if (!after_program_key && !want_value) {
+      while (i < n && !token_stop[static_cast<unsigned char>(t[i])]) ++i;
+      if (i == n) break;
     }
-    if (want_value) {
-      want_value = false;
-      if (c != '{') return !(unusual = true);
-      span = std::make_pair(at, size_t{0});
-    }
+    const char c = t[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    size_t end = i + 1;
     if (c == '"') {
-      if (depth == 1 && text.compare(at, end - at, "\"program\"") == 0) {
-        if (span) return !(unusual = true);  // a second "program": nlohmann keeps the last one
-        after_program_key = true;
+      while (true) {
+        while (end < n && !string_stop[static_cast<unsigned char>(t[end])]) ++end;
+        if (end >= n || t[end] == '"') break;
+        end += 2;  // a backslash and the byte it escapes
       }
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return !(unusual = true);
-      --depth;
-      if (depth == 1 && span && span->second == 0 && c == '}') span->second = at + 1;
+      end = std::min(end + 1, n);
     }
-    return true;
-  });
+    if ((c == '[' || c == '{') && ++depth > kMaxJsonDepth) CheckJsonDepth(text, name, "bad-spec");  // throws
+    if (!unusual) {
+      if (after_program_key) {
+        after_program_key = false;
+        want_value = c == ':';
+        unusual = !want_value;
+      } else {
+        if (want_value) {
+          want_value = false;
+          unusual = c != '{';
+          if (!unusual) span = std::make_pair(i, size_t{0});
+        }
+        if (!unusual && c == '"' && depth == 1 && end - i == 9 && std::memcmp(t + i, "\"program\"", 9) == 0) {
+          if (span) unusual = true;  // a second "program": nlohmann keeps the last one
+          after_program_key = true;
+        }
+      }
+    }
+    if (c == '}' || c == ']') {
+      if (depth == 0) {
+        unusual = true;
+      } else {
+        --depth;
+        if (depth == 1 && span && span->second == 0 && c == '}') span->second = i + 1;
+      }
+    }
+    i = end - 1;
+  }
   if (unusual || !span || span->second == 0) return std::nullopt;
   return span;
 }
 
-// Fast path: the program text goes straight to FlatBuffers' parser and the
-// JSON reader reads only the rest (the program's span blanked with spaces,
-// so offsets in errors stay those of the text). Any problem with the
-// program: nullopt, and the full path runs, so its errors read as they
-// always did.
+// Fast path: the program text is read by itself (json_tree.h, else
+// FlatBuffers' parser) and the JSON reader reads only the rest (the
+// program's inside cut out; JsonDocument::WithGap moves offsets in errors
+// back to those of the text). Any problem with the program: nullopt, and the
+// full path runs, so its errors read as they always did.
 struct ParsedSpec {
   std::unique_ptr<JsonDocument> doc;
   std::shared_ptr<fb::Table> program;
 };
 
-std::optional<ParsedSpec> ParseSpecFast(const std::string& text, const std::string& file) {
-  auto span = ProgramSpan(text);
+std::optional<ParsedSpec> ParseSpecFast(const std::string& text, const std::string& file,
+                                        std::optional<std::pair<size_t, size_t>> span) {
   if (!span) return std::nullopt;
-  std::string rest = text;
-  std::fill(rest.begin() + static_cast<std::ptrdiff_t>(span->first) + 1,
-            rest.begin() + static_cast<std::ptrdiff_t>(span->second) - 1, ' ');
   const std::string_view program(text.data() + span->first, span->second - span->first);
   ParsedSpec out;
   if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program)) {
@@ -171,7 +203,13 @@ std::optional<ParsedSpec> ParseSpecFast(const std::string& text, const std::stri
     if (!parser->Parse(std::string(program).c_str())) return std::nullopt;
     out.program = ProgramFromParser(*parser, file);
   }
-  out.doc = std::make_unique<JsonDocument>(std::move(rest), file, "bad-spec");
+  // The rest: the text with the program's inside cut out ("program": {}).
+  const size_t inside = span->first + 1, inside_size = span->second - 1 - inside;
+  std::string rest;
+  rest.reserve(text.size() - inside_size);
+  rest.append(text, 0, inside).append(text, span->second - 1, std::string::npos);
+  out.doc = std::make_unique<JsonDocument>(
+      JsonDocument::WithGap(std::move(rest), file, "bad-spec", inside, inside_size, text));
   return out;
 }
 
@@ -298,10 +336,10 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base, co
                             const SpecFileResolver& files) {
   const std::string name = file.empty() ? base : file;
   const SpecContext ctx{base, files};
-  CheckJsonDepth(text, name, "bad-spec");
+  auto span = ScanSpec(text, name);  // checks the depth too
   std::unique_ptr<JsonDocument> doc;
   Package pkg;
-  if (auto fast = ParseSpecFast(text, name)) {
+  if (auto fast = ParseSpecFast(text, name, span)) {
     doc = std::move(fast->doc);
     pkg.program = std::move(fast->program);
   } else {
