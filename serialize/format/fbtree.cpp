@@ -64,7 +64,9 @@ class Emitter {
   size_t minalign() const { return minalign_; }
 
   void Reserve(size_t n) {
-    if (head_ >= n) return;
+    if (head_ < n) Grow(n);
+  }
+  __attribute__((noinline)) void Grow(size_t n) {
     size_t used = size();
     size_t cap = std::max(buf_.size() * 2, used + n + 1024);
     std::vector<uint8_t> nb(cap);
@@ -77,10 +79,11 @@ class Emitter {
     head_ -= n;
     if (n) std::memcpy(&buf_[head_], p, n);
   }
+  // Bytes below head_ were never written (buf_ starts zeroed, Reserve
+  // copies only the used part into a zeroed buffer): padding is already 0.
   void Pad(size_t n) {
     Reserve(n);
     head_ -= n;
-    std::memset(&buf_[head_], 0, n);
   }
   // flatc's C++ builder (since 2.0.7) ignores alignment requests for
   // zero-length data; older flatc and the Python builder honour them.
@@ -95,7 +98,22 @@ class Emitter {
   }
   uint32_t PushScalar(uint64_t bits, size_t n) {
     Align(n);
-    PushBytes(reinterpret_cast<const uint8_t*>(&bits), n);
+    Reserve(n);
+    head_ -= n;
+    switch (n) {  // fixed sizes: the copies are single stores
+      case 1:
+        buf_[head_] = static_cast<uint8_t>(bits);
+        break;
+      case 2:
+        std::memcpy(&buf_[head_], &bits, 2);
+        break;
+      case 4:
+        std::memcpy(&buf_[head_], &bits, 4);
+        break;
+      default:
+        std::memcpy(&buf_[head_], &bits, n);
+        break;
+    }
     return static_cast<uint32_t>(size());
   }
   uint32_t ReferTo(uint32_t off) {
@@ -242,6 +260,12 @@ class Encoder {
     reflection::BaseType type = reflection::None;
     uint16_t voffset = 0;
     uint8_t size = 0;  // scalars
+    // Integer scalars: the default's bits under the size's mask (IsDefault,
+    // without reading the schema per table); floats ask IsDefault.
+    bool is_float = false;
+    uint64_t mask = 0;
+    uint64_t default_bits = 0;
+    bool Default(uint64_t bits) const { return is_float ? IsDefault(*f, bits) : (bits & mask) == default_bits; }
   };
   // An object's fields by id, and the order flatc adds them in: largest
   // first, in reverse declaration order within one size. Found once per
@@ -264,6 +288,11 @@ class Encoder {
         fp.type = f->type()->base_type();
         fp.voffset = f->offset();
         fp.size = IsScalarType(fp.type) ? static_cast<uint8_t>(ScalarSize(fp.type)) : 0;
+        fp.is_float = fp.type == reflection::Float || fp.type == reflection::Double;
+        if (fp.size != 0 && !fp.is_float) {
+          fp.mask = fp.size == 8 ? ~0ull : ((1ull << (8 * fp.size)) - 1);
+          fp.default_bits = static_cast<uint64_t>(f->default_integer()) & fp.mask;
+        }
       }
     }
     for (size_t size = 8; size > 0; size /= 2) {
@@ -308,7 +337,7 @@ class Encoder {
       const FieldPlan& fp = fields[id];
       if (fp.f == nullptr || !v.present()) return;
       if (fp.size != 0) {
-        if (!IsDefault(*fp.f, v.bits())) e_.AddScalar(fp.voffset, v.bits(), fp.size);
+        if (!fp.Default(v.bits())) e_.AddScalar(fp.voffset, v.bits(), fp.size);
       } else {
         e_.AddOffset(fp.voffset, child[id]);
       }
@@ -491,7 +520,26 @@ void Value::Take(V&& o) {
 }
 
 Value::Value(const Value& o) : bits_(0) { Take(o); }
-Value::Value(Value&& o) noexcept : bits_(0) { Take(std::move(o)); }
+
+void Value::MovePayload(Value&& o) noexcept {
+  switch (store_) {
+    case Store::kBits:
+      bits_ = o.bits_;
+      break;
+    case Store::kTable:
+      new (&table_) std::shared_ptr<Table>(std::move(o.table_));
+      break;
+    case Store::kBlob:
+      new (&blob_) Blob(std::move(o.blob_));
+      break;
+    case Store::kBytes:
+      new (&bytes_) std::shared_ptr<const Bytes>(std::move(o.bytes_));
+      break;
+    case Store::kElems:
+      new (&elems_) std::vector<Value>(std::move(o.elems_));
+      break;
+  }
+}
 
 Value& Value::operator=(const Value& o) {
   if (this != &o) {
@@ -502,18 +550,13 @@ Value& Value::operator=(const Value& o) {
   return *this;
 }
 
-Value& Value::operator=(Value&& o) noexcept {
+Value& Value::MoveAssignSlow(Value&& o) noexcept {
   if (this != &o) {
     Value moved(std::move(o));  // `o` may live inside this value's payload
     Reset();
     Take(std::move(moved));
   }
   return *this;
-}
-
-void Value::set_bits(uint64_t b) {
-  Reset();
-  bits_ = b;
 }
 
 void Value::set_view(const uint8_t* data, size_t size, std::shared_ptr<const void> owner) {
@@ -751,14 +794,6 @@ std::shared_ptr<Table> NewTable(const Schema& s, const std::string& qualified_na
   t->def = obj;
   t->fields.resize(s.FieldsById(*obj).size());
   return t;
-}
-
-Value ScalarValue(reflection::BaseType type, uint64_t bits) {
-  Value v;
-  v.kind = Value::Kind::kScalar;
-  v.type = type;
-  v.set_bits(bits);
-  return v;
 }
 
 Value UIntValue(reflection::BaseType type, uint64_t x) { return ScalarValue(type, x); }

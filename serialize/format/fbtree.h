@@ -67,16 +67,43 @@ struct Value {
 
   Value() noexcept : bits_(0) {}
   Value(const Value& o);
-  Value(Value&& o) noexcept;
+  // Moves are inline, and a scalar (or an empty slot) is moved by copying its
+  // bits: a program's tree is built and copied a field at a time.
+  Value(Value&& o) noexcept : kind(o.kind), type(o.type), store_(o.store_), size_(o.size_) {
+    if (store_ == Store::kBits) {
+      bits_ = o.bits_;
+    } else {
+      MovePayload(std::move(o));
+    }
+  }
   Value& operator=(const Value& o);
-  Value& operator=(Value&& o) noexcept;
-  ~Value() { Reset(); }
+  Value& operator=(Value&& o) noexcept {
+    if (store_ != Store::kBits) return MoveAssignSlow(std::move(o));
+    // Nothing held here, so `o` cannot live inside this value's payload.
+    kind = o.kind;
+    type = o.type;
+    size_ = o.size_;
+    store_ = o.store_;
+    if (store_ == Store::kBits) {
+      bits_ = o.bits_;
+    } else {
+      MovePayload(std::move(o));
+    }
+    return *this;
+  }
+  ~Value() {
+    if (store_ != Store::kBits) Reset();
+  }
 
   bool present() const { return kind != Kind::kAbsent; }
 
   // kScalar: the raw little-endian value (0 for any other payload).
   uint64_t bits() const { return store_ == Store::kBits ? bits_ : 0; }
-  void set_bits(uint64_t b);
+  void set_bits(uint64_t b) {
+    if (store_ != Store::kBits) Reset();
+    size_ = 0;
+    bits_ = b;
+  }
   // kString: the characters (empty for any other payload).
   std::string str() const { return std::string(str_view()); }
   std::string_view str_view() const {
@@ -121,6 +148,9 @@ struct Value {
     std::shared_ptr<const void> owner;
   };
   void Reset() noexcept;
+  // Move-constructs the payload of `o`'s store (store_ already set to it).
+  void MovePayload(Value&& o) noexcept;
+  Value& MoveAssignSlow(Value&& o) noexcept;
   void ReplaceEmptyPayload(const char* what);
   // Takes `o`'s kind, type and payload: copied from an lvalue, moved from an rvalue.
   template <typename V>
@@ -207,7 +237,13 @@ Table& Own(std::shared_ptr<Table>& slot);
 Value& Field(const Schema& s, Table& t, const std::string& name);
 const Value& Field(const Schema& s, const Table& t, const std::string& name);
 std::shared_ptr<Table> NewTable(const Schema& s, const std::string& qualified_name);
-Value ScalarValue(reflection::BaseType type, uint64_t bits);
+inline Value ScalarValue(reflection::BaseType type, uint64_t bits) {
+  Value v;
+  v.kind = Value::Kind::kScalar;
+  v.type = type;
+  v.set_bits(bits);
+  return v;
+}
 Value UIntValue(reflection::BaseType type, uint64_t v);
 Value StringValue(std::string s);
 Value TableValue(std::shared_ptr<Table> t);

@@ -91,6 +91,13 @@ class Reader {
   void String() {
     Expect('"');
     const char* start = p_;
+    // Printable ASCII other than '"' and '\\' (almost every string): no copy.
+    while (p_ < end_ && *p_ >= 0x20 && *p_ < 0x7f && *p_ != '"' && *p_ != '\\') ++p_;
+    if (p_ < end_ && *p_ == '"') {
+      raw_ = std::string_view(start, static_cast<size_t>(p_ - start));
+      ++p_;
+      return;
+    }
     scratch_.clear();
     bool escaped = false;
     while (true) {
