@@ -325,6 +325,22 @@ void AddProgram(Twin& t, const std::string& method = "forward", uint8_t seed = 1
   m.ContainerMeta("T1#1($)", "T1#1($)");
 }
 
+// Frames from the third instruction on only: the serializer still writes a
+// frame list (empty) for each instruction before it.
+void LateFramesProgram(Twin& t) {
+  auto& m = t.AddMethod("forward");
+  uint32_t x = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 0}});
+  uint32_t y = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 16}});
+  uint32_t op = m.Operator("aten::relu", "out");
+  m.KernelCall(op, {int(x), int(y)});
+  m.Move(int(y), int(x));
+  m.KernelCall(op, {int(x), int(y)}, kStack);
+  m.KernelCall(op, {int(y), int(x)});
+  m.Inputs({int(x)});
+  m.Outputs({int(y)});
+  m.PlannedBufferSizes({0, 32});
+}
+
 // Several constants of odd sizes and types, two of them identical.
 void ConstantsProgram(Twin& t) {
   auto& m = t.AddMethod("forward");
@@ -518,6 +534,8 @@ std::vector<Case> Cases() {
         c.segment_alignment = 256;
       }));
   add("constants_stacktrace", ConstantsProgram, Cfg([](auto& c) { c.emit_stacktrace = true; }));
+  add("late_frames", LateFramesProgram);
+  add("late_frames_stacktrace", LateFramesProgram, Cfg([](auto& c) { c.emit_stacktrace = true; }));
   add("all_kinds", AllKindsProgram);
   add("all_kinds_stacktrace", AllKindsProgram, Cfg([](auto& c) { c.emit_stacktrace = true; }));
   add("multi_method", MultiMethodProgram);

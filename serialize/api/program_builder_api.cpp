@@ -1,5 +1,6 @@
 // ptepack::ProgramBuilder (ptepack/program_builder.h): builds a Package from
 // methods, values and instructions, as ExecuTorch's emitter does.
+#include <cstring>
 #include <map>
 
 #include "ptepack/error.h"
@@ -120,14 +121,33 @@ std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
   auto t = prog::Tensor<>::New();
   prog::Tensor tensor{*t};
   tensor.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(spec.scalar_type));
-  tensor.set_sizes(spec.sizes);
-  std::vector<uint8_t> dims = spec.dim_order;
-  if (dims.empty()) {
-    dims.reserve(spec.sizes.size());
-    for (size_t i = 0; i < spec.sizes.size(); ++i) dims.push_back(static_cast<uint8_t>(i));
+  const size_t rank = spec.sizes.size();
+  if (!spec.dim_order.empty() && spec.dim_order.size() != rank) {
+    throw Error("bad-program", "dim_order and sizes differ in rank");
   }
-  if (dims.size() != spec.sizes.size()) throw Error("bad-program", "dim_order and sizes differ in rank");
-  tensor.dim_order() = fb::ScalarVectorOf(reflection::UByte, dims);
+  // The sizes and the dim order (0, 1, ... when not given) share one
+  // allocation: up to rank 3 they sit inside the string's own bytes.
+  if (rank == 0) {
+    tensor.sizes() = fb::ScalarVectorOf(reflection::Int, spec.sizes);
+    tensor.dim_order() = fb::ScalarVectorOf(reflection::UByte, spec.dim_order);
+  } else {
+    std::string shape(rank * sizeof(int32_t) + rank, '\0');
+    std::memcpy(shape.data(), spec.sizes.data(), rank * sizeof(int32_t));
+    for (size_t i = 0; i < rank; ++i) {
+      shape[rank * sizeof(int32_t) + i] =
+          static_cast<char>(spec.dim_order.empty() ? static_cast<uint8_t>(i) : spec.dim_order[i]);
+    }
+    auto owned = std::make_shared<const std::string>(std::move(shape));
+    const auto* data = reinterpret_cast<const uint8_t*>(owned->data());
+    fb::Value& sizes = tensor.sizes();
+    sizes.kind = fb::Value::Kind::kScalarVector;
+    sizes.type = reflection::Int;
+    sizes.set_view(data, rank * sizeof(int32_t), owned);
+    fb::Value& dims = tensor.dim_order();
+    dims.kind = fb::Value::Kind::kScalarVector;
+    dims.type = reflection::UByte;
+    dims.set_view(data + rank * sizeof(int32_t), rank, std::move(owned));
+  }
   tensor.set_requires_grad(spec.requires_grad);
   tensor.set_shape_dynamism(static_cast<executorch_flatbuffer::TensorShapeDynamism>(spec.shape_dynamism));
   if (spec.planned) {
@@ -280,6 +300,16 @@ int32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes pa
   return Checked(s_->delegates_.size() - 1, "delegates");
 }
 
+namespace {
+
+fb::Value FrameListOf(std::vector<fb::Value> frames) {
+  auto fl = FrameList<>::New();
+  FrameList{*fl}.items() = Objs(std::move(frames));
+  return fb::TableValue(fl);
+}
+
+}  // namespace
+
 void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, std::shared_ptr<fb::Table> args,
                                                    const std::vector<FrameSpec>& stack) {
   auto ins = Instruction<>::New();
@@ -287,6 +317,14 @@ void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, st
   instruction.set_instr_args_type(kind);
   instruction.instr_args() = fb::TableValue(std::move(args));
   instructions_.push_back(fb::TableValue(ins));
+  // A chain's stacktrace is written only if some instruction has frames:
+  // until then no FrameList is made (two allocations an instruction); the
+  // first frames fill in the empty lists of the instructions before them.
+  if (stack.empty() && !any_frames_) return;
+  if (!any_frames_) {
+    any_frames_ = true;
+    while (frames_.size() + 1 < instructions_.size()) frames_.push_back(FrameListOf({}));
+  }
   std::vector<fb::Value> frames;
   for (const auto& f : stack) {
     auto fr = Frame<>::New();
@@ -297,10 +335,7 @@ void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, st
     frame.set_context(f.context);
     frames.push_back(fb::TableValue(fr));
   }
-  any_frames_ = any_frames_ || !stack.empty();
-  auto fl = FrameList<>::New();
-  FrameList{*fl}.items() = Objs(std::move(frames));
-  frames_.push_back(fb::TableValue(fl));
+  frames_.push_back(FrameListOf(std::move(frames)));
 }
 
 void ProgramBuilder::Method::KernelCall(int32_t op, const std::vector<int32_t>& args,
