@@ -865,7 +865,23 @@ TEST(HostileFlatbuffer, NestingDeeperThanLimit) {
 TEST(HostileFlatbuffer, MoreTablesThanLimit) {
   ReadOptions o;
   o.max_tables = 10;
-  EXPECT_TRUE(FirstError(ReadPte(Fixture("add.pte"), o)->report(), "flatbuffer-invalid", 0));
+  auto f = ReadPte(Fixture("add.pte"), o);
+  EXPECT_TRUE(FirstError(f->report(), "flatbuffer-invalid", 0));
+  // A sound program over the limit is told apart from a damaged one: the
+  // finding names the limit (the runtime's verifier has the same one).
+  ASSERT_FALSE(f->report().findings().empty());
+  const Finding& e = f->report().findings()[0];
+  EXPECT_NE(e.message.find("more than 10 tables"), std::string::npos) << e.message;
+  EXPECT_EQ(e.expected, "at most 10 tables");
+  // A damaged program (root offset past the end) under the same limit is
+  // still "rejected": the table count is not blamed for it.
+  Buf bad = Fixture("add.pte");
+  PutU32(bad, 0, 0x7FFFFFF0);
+  auto g = ReadPte(bad, o);
+  ASSERT_FALSE(g->report().findings().empty());
+  EXPECT_EQ(g->report().findings()[0].code, "flatbuffer-invalid");
+  EXPECT_NE(g->report().findings()[0].message.find("rejected the program"), std::string::npos)
+      << g->report().findings()[0].message;
 }
 
 TEST(HostileFlatbuffer, ProgramWithoutPlansIsRejectedButRewritten) {

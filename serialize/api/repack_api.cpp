@@ -42,22 +42,6 @@ void NoteWhatInputHas(const PteFile& pte, RepackResult* r) {
   }
 }
 
-// The first byte where a and b differ (the shorter length if one is a
-// prefix of the other), or nullopt if they are equal.
-std::optional<uint64_t> FirstDifference(const Bytes& a, const Bytes& b) {
-  const uint64_t n = std::min<uint64_t>(a.size, b.size);
-  constexpr uint64_t kChunk = 1 << 16;
-  for (uint64_t off = 0; off < n; off += kChunk) {
-    const uint64_t len = std::min(kChunk, n - off);
-    if (std::memcmp(a.data + off, b.data + off, len) == 0) continue;
-    uint64_t i = off;
-    while (a.data[i] == b.data[i]) ++i;
-    return i;
-  }
-  if (a.size != b.size) return n;
-  return std::nullopt;
-}
-
 std::string SegmentRegion(const std::vector<SegmentSpan>& segs, uint64_t off) {
   for (size_t i = 0; i < segs.size(); ++i) {
     if (off >= segs[i].file_offset && off < segs[i].file_offset + segs[i].size) return "segment " + std::to_string(i);
@@ -80,34 +64,6 @@ std::string PtdRegion(const PtdFile& in, uint64_t off) {
   if (off >= 8 && off < 8 + h.length) return "FH01 header";
   if (off < 8 || (off >= h.flatbuffer_offset && off < h.flatbuffer_offset + h.flatbuffer_size)) return "flatbuffer";
   return SegmentRegion(in.segments(), off);
-}
-
-void Compare(const std::string& file, const Bytes& input, const Bytes& output,
-             const std::function<std::string(uint64_t)>& region, IdentityCheck& id) {
-  if (auto off = FirstDifference(input, output)) {
-    id.differences.push_back({file, *off, region(*off), input.size, output.size});
-  }
-}
-
-// The written files against the inputs they were read from. The package
-// keeps the input's .ptd files in their order, so the i-th written .ptd is
-// the i-th input's rewrite (whatever its name: one named after the output,
-// or the input itself, kept).
-void CheckIdentity(const ValidInput& input, const WriteResult& written, IdentityCheck& id) {
-  id.checked = true;
-  auto out = MappedFile::Open(written.pte.path);
-  Compare(
-      input.paths[0], input.pte->file(), out->All(), [&](uint64_t o) { return PteRegion(*input.pte, o); }, id);
-  for (size_t i = 0; i < written.ptds.size() && i < input.ptds.size(); ++i) {
-    auto o = MappedFile::Open(written.ptds[i].path);
-    Compare(
-        input.paths[i + 1], input.ptds[i]->file(), o->All(),
-        [&](uint64_t off) { return PtdRegion(*input.ptds[i], off); }, id);
-  }
-  if (written.ptds.size() != input.ptds.size()) {
-    id.differences.push_back({input.paths[0], 0, "number of .ptd files", input.ptds.size(), written.ptds.size()});
-  }
-  id.identical = id.differences.empty();
 }
 
 // Before writing: would the output differ from the input anywhere -- the
@@ -157,16 +113,19 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
                 "--upgrade-ptd): the inferred config is " +
                     inf.config.ToJsonString(-1));
   }
-  // --expect-identical: the whole output is compared with the input before
-  // anything is written, so a difference (exit 3) leaves nothing behind.
-  if (expect_identical && LayoutDiffers(input, pkg, r.config, r.identity)) return r;
+  // Whether the output is the input byte for byte is decided from the
+  // layout, before anything is written: data that views the input at its own
+  // offset is not read, so a 1 GiB repack does not read both files back (it
+  // did: 0.11 s of memcmp and 0.09 s of unmapping the pages it touched). The
+  // writer writes exactly this layout (and reads the result back), so this is
+  // the comparison of the files. --expect-identical: a difference (exit 3)
+  // leaves nothing behind.
+  if (expect_identical || (unchanged && !wo_in.dry_run)) {
+    if (LayoutDiffers(input, pkg, r.config, r.identity) && expect_identical) return r;
+  }
   WriteOptions wo = wo_in;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
   r.written = WritePackage(pkg, r.config, out, wo);
-  if (unchanged && !wo.dry_run) {
-    r.identity = IdentityCheck{};
-    CheckIdentity(input, r.written, r.identity);
-  }
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include "ptepack/error.h"
 #include "serialize/format/json_tree.h"
 #include "serialize/format/program_json.h"
+#include "serialize/format/program_verify.h"
 #include "serialize/io/file_io.h"
 #include "serialize/io/json_limits.h"
 #include "serialize/io/json_reader.h"
@@ -87,9 +88,18 @@ Bytes Data(const JsonField& j, const SpecContext& ctx) {
 std::shared_ptr<fb::Table> ProgramFromParser(flatbuffers::Parser& parser, const std::string& base) {
   std::vector<uint8_t> fbb(parser.builder_.GetBufferPointer(),
                            parser.builder_.GetBufferPointer() + parser.builder_.GetSize());
-  {
-    flatbuffers::Verifier v(fbb.data(), fbb.size());
-    if (!executorch_flatbuffer::VerifyProgramBuffer(v)) BadSpec(base, "program failed verification after parsing");
+  // FlatBuffers' default limits (64 levels, a million tables), as the reader's.
+  constexpr uint32_t kMaxDepth = 64, kMaxTables = 1'000'000;
+  switch (VerifyProgramBytes(fbb.data(), fbb.size(), kMaxDepth, kMaxTables, true)) {
+    case ProgramVerdict::kValid:
+      break;
+    case ProgramVerdict::kTooManyTables:
+      BadSpec(base, "the program has more than " + std::to_string(kMaxTables) +
+                        " tables: FlatBuffers' verifier limit, which ExecuTorch's runtime applies too when it "
+                        "verifies a program (Verification::InternalConsistency), and ptepack's reader when it "
+                        "checks what it wrote");
+    case ProgramVerdict::kInvalid:
+      BadSpec(base, "program failed verification after parsing");
   }
   Bytes owned = Bytes::Own(std::move(fbb));
   return fb::Decode(prog::S(), owned.data, owned.size, owned.owner);

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "serialize/format/program_verify.h"
 #include "serialize/read/leading_bytes.h"
 #include "serialize/read/plan_checks.h"
 #include "serialize/read/program_checks.h"
@@ -206,12 +207,18 @@ void PteFile::CheckSegmentBase(const ExtendedHeader& h) {
 // FlatBuffers' verifier plus the alignment of 8-byte vectors; sets program_.
 bool PteFile::VerifyProgram(const ReadOptions& opts) {
   const uint8_t* d = file_.data;
-  flatbuffers::Verifier::Options vo;
-  vo.max_depth = opts.max_depth;
-  vo.max_tables = opts.max_tables;
-  vo.check_alignment = true;
-  flatbuffers::Verifier v(d, static_cast<size_t>(program_size_), vo);
-  if (!efb::VerifyProgramBuffer(v)) {
+  const ProgramVerdict verdict =
+      VerifyProgramBytes(d, static_cast<size_t>(program_size_), opts.max_depth, opts.max_tables, true);
+  if (verdict == ProgramVerdict::kTooManyTables) {
+    report_.Error("flatbuffer-invalid",
+                  "the program has more than " + std::to_string(opts.max_tables) +
+                      " tables: FlatBuffers' verifier limit, which ExecuTorch's runtime applies too when it "
+                      "verifies a program (Verification::InternalConsistency); otherwise it is well formed",
+                  0, "at most " + std::to_string(opts.max_tables) + " tables",
+                  "more than " + std::to_string(opts.max_tables) + " tables");
+    return false;
+  }
+  if (verdict == ProgramVerdict::kInvalid) {
     report_.Error("flatbuffer-invalid",
                   "FlatBuffers verifier rejected the program (bad offsets, sizes, depth, "
                   "alignment or a truncated buffer)",

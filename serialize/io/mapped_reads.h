@@ -1,0 +1,21 @@
+// Reading a mapped file's pages without dying when the file shrinks under
+// us. A page of a MappedFile past the file's current end (another process
+// truncated it while we read) raises SIGBUS; ReadMappedPages turns that into
+// an Error("read-failed") the caller can report like a failed pread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ptepack/bytes.h"
+
+namespace ptepack {
+
+// Calls read(arg), which must only read `b`'s memory (no C++ objects with
+// destructors live inside it: a fault leaves it by siglongjmp). Throws
+// Error("read-failed", "<file>: input ended early (was it truncated?)") if a
+// page of the mapping was gone. Bytes that are not a mapped file's view are
+// read unguarded. On builds without signals (WebAssembly) it just calls read.
+void ReadMappedPages(const Bytes& b, void (*read)(void* arg), void* arg);
+
+}  // namespace ptepack
