@@ -53,17 +53,18 @@ size_t FileFor(Package& pkg, const std::string& tag) {
   return pkg.external.size() - 1;
 }
 
-void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b) {
+// Adds `b` to `file` under a key ExternalKey chose: `found` is the entry the
+// key already has (in this file, the data must be the same), or null.
+void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b, const std::pair<size_t, size_t>* found) {
   ExternalFile& f = pkg.external[file];
-  auto it = index.find(b.key);
-  if (it != index.end() && it->second.first == file) {
-    if (!f.entries[it->second.second].data.Equals(b.data)) {
+  if (found && found->first == file) {
+    if (!f.entries[found->second].data.Equals(b.data)) {
       throw Error("duplicate-key",
                   "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
     }
     return;
   }
-  index[b.key] = {file, f.entries.size()};
+  index.insert_or_assign(b.key, std::make_pair(file, f.entries.size()));
   f.entries.push_back(std::move(b));
 }
 
@@ -85,17 +86,23 @@ bool SameLayout(const fb::Table& a, const fb::Table& b) {
 // other's layout, or refuse the duplicate key when merging the .ptd files). An unnamed tensor
 // gets `base` (constant_<buffer> / mutable_<buffer>) unless tensors of another layout, or in
 // another file, already use it; then `base_1`, `base_2`, ...
+// `*existing` is where the returned key already is (in `tag`'s file, of the
+// same layout), or null for a new key: one lookup serves AddEntry too.
 std::string ExternalKey(const Package& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
-                        bool named, const fb::Table& layout) {
+                        bool named, const fb::Table& layout, const std::pair<size_t, size_t>** existing) {
+  *existing = nullptr;
   for (int n = 0;; ++n) {
-    const std::string key = n == 0 ? base : base + "_" + std::to_string(n);
+    std::string key = n == 0 ? base : base + "_" + std::to_string(n);
     auto it = index.find(key);
     if (it == index.end()) return key;
     const ExternalFile* file = &pkg.external[it->second.first];
     const NamedBlob* found = &file->entries[it->second.second];
     const bool same_file = file->tag == tag;
     const bool same_layout = found->tensor_layout && SameLayout(*found->tensor_layout, layout);
-    if (same_file && same_layout) return key;
+    if (same_file && same_layout) {
+      *existing = &it->second;
+      return key;
+    }
     if (named) {
       throw Error("duplicate-key", "external key \"" + key + "\" names two tensors" +
                                        (same_file ? " of different shapes or types in " + tag + ".ptd"
@@ -202,12 +209,13 @@ class ExternalMover {
   void Move(fb::Table& t, uint64_t idx, const ConstantTensorInfo& info, const std::string& tag) {
     Bytes data = DataOf(idx, info);
     auto layout = LayoutFor(t);
-    const std::string base = (info.mutable_weight ? "mutable_" : "constant_") + std::to_string(idx);
-    const std::string key =
-        ExternalKey(pkg_, keys_, tag, !info.name.empty() ? info.name : base, !info.name.empty(), *layout);
+    const bool named = !info.name.empty();
+    const std::string base = named ? info.name : (info.mutable_weight ? "mutable_" : "constant_") + std::to_string(idx);
+    const std::pair<size_t, size_t>* found = nullptr;
+    const std::string key = ExternalKey(pkg_, keys_, tag, base, named, *layout, &found);
     // Alignment 1, as serialize_for_executorch adds external constants to its
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
-    AddEntry(pkg_, keys_, FileFor(pkg_, tag), NamedBlob{key, data, 1, layout});
+    AddEntry(pkg_, keys_, FileFor(pkg_, tag), NamedBlob{key, data, 1, layout}, found);
     Tensor tensor{t};
     auto& eti = tensor.extra_tensor_info();
     if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
