@@ -45,11 +45,14 @@ KeyIndex IndexKeys(const Package& pkg) {
   return index;
 }
 
-size_t FileFor(Package& pkg, const std::string& tag) {
+// A new file's entries are reserved for `expected` tensors: growing by
+// doubling held up to twice them.
+size_t FileFor(Package& pkg, const std::string& tag, size_t expected) {
   for (size_t f = 0; f < pkg.external.size(); ++f) {
     if (pkg.external[f].tag == tag) return f;
   }
   pkg.external.push_back(ExternalFile{tag, {}});
+  pkg.external.back().entries.reserve(expected);
   return pkg.external.size() - 1;
 }
 
@@ -215,7 +218,7 @@ class ExternalMover {
     const std::string key = ExternalKey(pkg_, keys_, tag, base, named, *layout, &found);
     // Alignment 1, as serialize_for_executorch adds external constants to its
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
-    AddEntry(pkg_, keys_, FileFor(pkg_, tag), NamedBlob{key, data, 1, layout}, found);
+    AddEntry(pkg_, keys_, FileFor(pkg_, tag, ExpectedPerFile()), NamedBlob{key, data, 1, layout}, found);
     Tensor tensor{t};
     auto& eti = tensor.extra_tensor_info();
     if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
@@ -234,6 +237,10 @@ class ExternalMover {
     }
     tensor.set_data_buffer_idx(external_index);
   }
+
+  // Every constant and mutable weight may go to one tag's file; a callback
+  // may spread them over several (then nothing is reserved).
+  size_t ExpectedPerFile() const { return cfg_.external_constants_fn ? 0 : still_used_.size() + mut_used_.size(); }
 
   // One TensorLayout table per distinct type, sizes and dim order, shared by
   // the entries that have it (read-only: fb::Own copies a shared table). A
