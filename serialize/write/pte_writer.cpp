@@ -390,6 +390,7 @@ void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
 // placement of external data; the pieces' sizes to layout/'s segment plan,
 // copied into the program; the flatbuffer; layout/'s header plan.
 PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
+  cfg.Validate();  // first, as before the Package&& overload
   if (!in.program) throw Error("bad-program", "package has no program");
   Package pkg = in;
   // Copy-on-write: the steps below own (fb::Own) only the tables they change.
