@@ -125,7 +125,8 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
   }
   WriteOptions wo = wo_in;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
-  r.written = WritePackage(pkg, r.config, out, wo);
+  // The package is the write's alone from here: its tables change in place.
+  r.written = WritePackageFiles(std::move(pkg), r.config, out, wo);
   return r;
 }
 

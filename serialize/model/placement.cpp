@@ -45,25 +45,29 @@ KeyIndex IndexKeys(const Package& pkg) {
   return index;
 }
 
-size_t FileFor(Package& pkg, const std::string& tag) {
+// A new file's entries are reserved for `expected` tensors: growing by
+// doubling held up to twice them.
+size_t FileFor(Package& pkg, const std::string& tag, size_t expected) {
   for (size_t f = 0; f < pkg.external.size(); ++f) {
     if (pkg.external[f].tag == tag) return f;
   }
   pkg.external.push_back(ExternalFile{tag, {}});
+  pkg.external.back().entries.reserve(expected);
   return pkg.external.size() - 1;
 }
 
-void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b) {
+// Adds `b` to `file` under a key ExternalKey chose: `found` is the entry the
+// key already has (in this file, the data must be the same), or null.
+void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b, const std::pair<size_t, size_t>* found) {
   ExternalFile& f = pkg.external[file];
-  auto it = index.find(b.key);
-  if (it != index.end() && it->second.first == file) {
-    if (!f.entries[it->second.second].data.Equals(b.data)) {
+  if (found && found->first == file) {
+    if (!f.entries[found->second].data.Equals(b.data)) {
       throw Error("duplicate-key",
                   "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
     }
     return;
   }
-  index[b.key] = {file, f.entries.size()};
+  index.insert_or_assign(b.key, std::make_pair(file, f.entries.size()));
   f.entries.push_back(std::move(b));
 }
 
@@ -85,17 +89,23 @@ bool SameLayout(const fb::Table& a, const fb::Table& b) {
 // other's layout, or refuse the duplicate key when merging the .ptd files). An unnamed tensor
 // gets `base` (constant_<buffer> / mutable_<buffer>) unless tensors of another layout, or in
 // another file, already use it; then `base_1`, `base_2`, ...
+// `*existing` is where the returned key already is (in `tag`'s file, of the
+// same layout), or null for a new key: one lookup serves AddEntry too.
 std::string ExternalKey(const Package& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
-                        bool named, const fb::Table& layout) {
+                        bool named, const fb::Table& layout, const std::pair<size_t, size_t>** existing) {
+  *existing = nullptr;
   for (int n = 0;; ++n) {
-    const std::string key = n == 0 ? base : base + "_" + std::to_string(n);
+    std::string key = n == 0 ? base : base + "_" + std::to_string(n);
     auto it = index.find(key);
     if (it == index.end()) return key;
     const ExternalFile* file = &pkg.external[it->second.first];
     const NamedBlob* found = &file->entries[it->second.second];
     const bool same_file = file->tag == tag;
     const bool same_layout = found->tensor_layout && SameLayout(*found->tensor_layout, layout);
-    if (same_file && same_layout) return key;
+    if (same_file && same_layout) {
+      *existing = &it->second;
+      return key;
+    }
     if (named) {
       throw Error("duplicate-key", "external key \"" + key + "\" names two tensors" +
                                        (same_file ? " of different shapes or types in " + tag + ".ptd"
@@ -201,13 +211,14 @@ class ExternalMover {
   // `t` is owned (fb::Own); so is its ExtraTensorInfo, here.
   void Move(fb::Table& t, uint64_t idx, const ConstantTensorInfo& info, const std::string& tag) {
     Bytes data = DataOf(idx, info);
-    auto layout = LayoutFor(t);
-    const std::string base = (info.mutable_weight ? "mutable_" : "constant_") + std::to_string(idx);
-    const std::string key =
-        ExternalKey(pkg_, keys_, tag, !info.name.empty() ? info.name : base, !info.name.empty(), *layout);
+    const std::shared_ptr<fb::Table>& layout = SharedLayoutFor(t);
+    const bool named = !info.name.empty();
+    const std::string base = named ? info.name : (info.mutable_weight ? "mutable_" : "constant_") + std::to_string(idx);
+    const std::pair<size_t, size_t>* found = nullptr;
+    const std::string key = ExternalKey(pkg_, keys_, tag, base, named, *layout, &found);
     // Alignment 1, as serialize_for_executorch adds external constants to its
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
-    AddEntry(pkg_, keys_, FileFor(pkg_, tag), NamedBlob{key, data, 1, layout});
+    AddEntry(pkg_, keys_, FileFor(pkg_, tag, ExpectedPerFile()), NamedBlob{key, data, 1, layout}, found);
     Tensor tensor{t};
     auto& eti = tensor.extra_tensor_info();
     if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
@@ -225,6 +236,34 @@ class ExternalMover {
       ++next_external_index_;
     }
     tensor.set_data_buffer_idx(external_index);
+  }
+
+  // Every constant and mutable weight may go to one tag's file; a callback
+  // may spread them over several (then nothing is reserved).
+  size_t ExpectedPerFile() const { return cfg_.external_constants_fn ? 0 : still_used_.size() + mut_used_.size(); }
+
+  // One TensorLayout table per distinct type, sizes and dim order, shared by
+  // the entries that have it (read-only: fb::Own copies a shared table). A
+  // table per tensor was 60 MB of a split of 300,000 constants of one shape;
+  // the .ptd encodes each entry's layout all the same.
+  const std::shared_ptr<fb::Table>& SharedLayoutFor(const fb::Table& t) {
+    const Tensor tensor{t};
+    const Bytes sizes = tensor.sizes().scalars();
+    const Bytes dims = tensor.dim_order().scalars();
+    layout_key_.clear();
+    const uint8_t flags = static_cast<uint8_t>(tensor.scalar_type().present()) |
+                          static_cast<uint8_t>(tensor.sizes().present() << 1) |
+                          static_cast<uint8_t>(tensor.dim_order().present() << 2);
+    const uint64_t st = tensor.scalar_type().bits();
+    const uint64_t n = sizes.size;
+    layout_key_.append(reinterpret_cast<const char*>(&flags), 1);
+    layout_key_.append(reinterpret_cast<const char*>(&st), sizeof st);
+    layout_key_.append(reinterpret_cast<const char*>(&n), sizeof n);
+    layout_key_.append(reinterpret_cast<const char*>(sizes.data), sizes.size);
+    layout_key_.append(reinterpret_cast<const char*>(dims.data), dims.size);
+    auto it = layouts_.find(layout_key_);
+    if (it == layouts_.end()) it = layouts_.emplace(layout_key_, LayoutFor(t)).first;
+    return it->second;
   }
 
   // Renumbers what stays: constants keep index 0 as the reserved placeholder.
@@ -257,6 +296,8 @@ class ExternalMover {
   std::vector<bool> still_used_;
   std::vector<bool> mut_used_;
   KeyIndex keys_;
+  std::unordered_map<std::string, std::shared_ptr<fb::Table>> layouts_;  // SharedLayoutFor
+  std::string layout_key_;
   bool any_const_moved_ = false;
   uint32_t next_external_index_ = 0;
   DedupIndex external_dedup_;

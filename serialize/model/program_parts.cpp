@@ -39,6 +39,16 @@ void ForEachTensorCow(fb::Table& program,
                                                const OwnTensorFn& own)>& fn) {
   const reflection::Object* tensor_def = &Tensor<>::Def();
   auto& plans = Program{program}.execution_plan().mutable_elems();
+  // One `own` for every tensor, reading the position from `at`: a lambda
+  // holding the position itself was a heap allocation per tensor.
+  struct At {
+    size_t plan = 0, value = 0;
+  } at;
+  OwnTensorFn own = [&plans, &at]() -> fb::Table& {
+    fb::Table& pl = fb::Own(plans[at.plan].mutable_table());
+    fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().mutable_elems()[at.value].mutable_table());
+    return fb::Own(EValue{ev}.val().mutable_table());
+  };
   for (size_t pi = 0; pi < plans.size(); ++pi) {
     if (!plans[pi].table()) continue;
     for (size_t i = 0;; ++i) {
@@ -48,11 +58,7 @@ void ForEachTensorCow(fb::Table& program,
       if (!values[i].table()) continue;
       const auto& val = EValue{std::as_const(*values[i].table())}.val();
       if (!val.table() || val.table()->def != tensor_def) continue;
-      OwnTensorFn own = [&plans, pi, i]() -> fb::Table& {
-        fb::Table& pl = fb::Own(plans[pi].mutable_table());
-        fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().mutable_elems()[i].mutable_table());
-        return fb::Own(EValue{ev}.val().mutable_table());
-      };
+      at = {pi, i};
       fn(plan, static_cast<uint32_t>(i), *val.table(), own);
     }
   }

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <functional>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "flat_tensor_legacy_views_generated.h"
@@ -16,7 +18,6 @@
 #include "serialize/model/placement.h"
 #include "serialize/write/output_files.h"
 #include "serialize/write/segment_writer.h"
-
 namespace ptepack {
 
 using namespace prog;
@@ -389,11 +390,20 @@ void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
 // placement of external data; the pieces' sizes to layout/'s segment plan,
 // copied into the program; the flatbuffer; layout/'s header plan.
 PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
-  cfg.Validate();
+  cfg.Validate();  // first, as before the Package&& overload
   if (!in.program) throw Error("bad-program", "package has no program");
   Package pkg = in;
   // Copy-on-write: the steps below own (fb::Own) only the tables they change.
   pkg.program = fb::ShallowClone(*in.program);
+  return LayoutPte(std::move(pkg), cfg);
+}
+
+// `pkg`'s tree is this call's alone: owning a table (fb::Own) changes it in
+// place instead of copying it, and the tree is freed once encoded.
+PteLayout LayoutPte(Package&& in, const BackendConfig& cfg) {
+  cfg.Validate();
+  if (!in.program) throw Error("bad-program", "package has no program");
+  Package pkg = std::move(in);
   ApplyPlacement(pkg, cfg);
   const LayoutSettings s = LayoutSettingsOf(cfg);
   DedupMutableData(pkg);
@@ -406,6 +416,7 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
   out.dedup_bytes_saved = plan.dedup_bytes_saved;
   out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& { return pieces.Of(k); });
   fb::Encoded enc = EncodeProgram(*pkg.program, s, plan.segments.size());
+  pkg.program.reset();  // the segments view the data, not the tree
   out.flatbuffer_size = enc.data.size();
   PteHeadInputs head;
   head.flatbuffer_size = enc.data.size();
@@ -432,10 +443,19 @@ std::vector<uint8_t> PtdHead(std::vector<uint8_t> flatbuffer, const PtdHeadPlan&
   fh.segment_data_size = h.segment_data_size;
   std::vector<uint8_t> hb = EncodeFlatTensorHeader(fh);
   hb.resize(h.padded_header, 0);
-  flatbuffer.resize(h.padded_flatbuffer, 0);
-  std::vector<uint8_t> head = InsertHeader(flatbuffer, hb);
-  head.resize(h.segment_base_offset, 0);
-  return head;
+  if (flatbuffer.size() < 8 ||
+      h.padded_header + std::max<uint64_t>(h.padded_flatbuffer, flatbuffer.size()) > h.segment_base_offset) {
+    throw Error("internal-layout", "FlatTensor head plan smaller than its flatbuffer");
+  }
+  // InsertHeader's bytes, in place: the flatbuffer's buffer grows once, to
+  // the head's size (a FlatTensor of 300,000 keys is 30 MB; a copy per step
+  // put two more of it at the peak). The zeros after the flatbuffer pad it
+  // to padded_flatbuffer and the head to the segment base.
+  flatbuffer.reserve(h.segment_base_offset);
+  StoreU32(flatbuffer.data(), LoadU32(flatbuffer.data()) + static_cast<uint32_t>(hb.size()));
+  flatbuffer.insert(flatbuffer.begin() + 8, hb.begin(), hb.end());
+  flatbuffer.resize(h.segment_base_offset, 0);
+  return flatbuffer;
 }
 
 template <typename Segment>
@@ -508,20 +528,11 @@ PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) 
   return out;
 }
 
-}  // namespace
-
-PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
-  if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
-  std::set<std::string> keys;
-  std::vector<Bytes> data;
-  std::vector<uint64_t> alignments;
-  for (const auto& e : file.entries) {
-    if (!keys.insert(e.key).second) throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
-    data.push_back(e.data);
-    alignments.push_back(e.alignment);
-  }
-  const PtdSegmentsPlan plan = PlanPtdSegments(Specs(data, alignments), segment_alignment);
+// The FlatTensor flatbuffer of `file` (the current layout), its entries
+// where `plan` puts them. The tree lives only as long as this call.
+fb::Encoded EncodeFlatTensor(const ExternalFile& file, const PtdSegmentsPlan& plan) {
   std::vector<fb::Value> named;
+  named.reserve(file.entries.size());
   for (size_t i = 0; i < file.entries.size(); ++i) {
     const NamedBlob& e = file.entries[i];
     auto nd = ptd::NamedData<>::New();
@@ -536,7 +547,31 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   flat.set_version(0);
   flat.segments() = fb::OffsetVector(SegmentList<ptd::DataSegment<>>(plan.segments), reflection::Obj);
   flat.named_data() = fb::OffsetVector(std::move(named), reflection::Obj);
-  fb::Encoded enc = fb::Encode(fb::FlatTensorSchema(), *root, fb::EncodeOptions{});
+  return fb::Encode(fb::FlatTensorSchema(), *root, fb::EncodeOptions{});
+}
+
+}  // namespace
+
+PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
+  if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
+  const size_t n = file.entries.size();
+  std::vector<Bytes> data;
+  std::vector<uint64_t> alignments;
+  data.reserve(n);
+  alignments.reserve(n);
+  {
+    std::unordered_set<std::string_view> keys;
+    keys.reserve(n);
+    for (const auto& e : file.entries) {
+      if (!keys.insert(e.key).second) {
+        throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
+      }
+      data.push_back(e.data);
+      alignments.push_back(e.alignment);
+    }
+  }
+  const PtdSegmentsPlan plan = PlanPtdSegments(Specs(data, alignments), segment_alignment);
+  fb::Encoded enc = EncodeFlatTensor(file, plan);
   const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, 1, enc.data.size(),
                                     plan.data_size, segment_alignment);
   CheckFormatLimits(h.padded_header + enc.data.size(), plan.segments.size());
@@ -693,13 +728,17 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   return out;
 }
 
-WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
-                              const WriteOptions& o) {
-  WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
-  const PteLayout l = LayoutPte(pkg, cfg);
+namespace {
+
+// Each .ptd's entries (keys, tensor layouts) are freed once it is laid out:
+// its PtdLayout holds what writing it needs.
+WriteResult WriteLayouts(PteLayout& l, const std::string& pte_path, const WriteOptions& o) {
   // Lay out every .ptd before writing anything, so layout errors leave no files.
   std::vector<PtdLayout> ptds;
-  for (const auto& ef : l.external) ptds.push_back(LayoutPtd(ef, l.ptd_segment_alignment));
+  for (auto& ef : l.external) {
+    ptds.push_back(LayoutPtd(ef, l.ptd_segment_alignment));
+    std::vector<NamedBlob>().swap(ef.entries);
+  }
   PendingOutputs out;
   out.pte_path = pte_path;
   out.pte_size = l.total_size();
@@ -715,6 +754,22 @@ WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& cfg, cons
   r.dedup_bytes_saved = l.dedup_bytes_saved;
   WriteOutputs(out, o, r);
   return r;
+}
+
+}  // namespace
+
+WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
+                              const WriteOptions& o) {
+  WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
+  PteLayout l = LayoutPte(pkg, cfg);
+  return WriteLayouts(l, pte_path, o);
+}
+
+WriteResult WritePackageFiles(Package&& pkg, const BackendConfig& cfg, const std::string& pte_path,
+                              const WriteOptions& o) {
+  WritingScope writing;
+  PteLayout l = LayoutPte(std::move(pkg), cfg);
+  return WriteLayouts(l, pte_path, o);
 }
 
 }  // namespace ptepack
