@@ -41,11 +41,12 @@ struct ExternalFile {
   bool legacy_named_data_field = true;  // files before March 2025 had no named_data
 };
 
-struct Package {
+struct PackageParts {
   std::shared_ptr<fb::Table> program;  // executorch_flatbuffer.Program
   std::optional<std::vector<Bytes>> mutable_data;
   std::vector<NamedBlob> named_data;   // blobs stored in the .pte
   std::vector<ExternalFile> external;  // blobs stored in .ptd files
 };
+using Package = PackageParts;  // transitional: the library's functions take PackageParts
 
 }  // namespace ptepack

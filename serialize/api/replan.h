@@ -47,7 +47,7 @@ ReplanResult Replan(const std::string& in, const std::string& out, const ReplanO
 // (the fuzz pipeline): AnalyzePlan of `pte`, the refusal of a method whose
 // lifetimes are not derived, and the new offsets and buffer sizes written
 // into `pkg` (PackageFromPte of `pte`). Returns the report.
-PlanReport ReplanPackage(const PteFile& pte, Package& pkg, const PlanReportOptions& options);
+PlanReport ReplanPackage(const PteFile& pte, PackageParts& pkg, const PlanReportOptions& options);
 
 // PlanJson, plus {"written": {"files": [{path, size}], "input_reproducible"}}
 // when an output was written.

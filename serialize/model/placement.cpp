@@ -37,7 +37,7 @@ std::shared_ptr<fb::Table> LayoutFor(const fb::Table& t) {
 // several files, the last one, as the scans found it.
 using KeyIndex = std::unordered_map<std::string, std::pair<size_t, size_t>>;
 
-KeyIndex IndexKeys(const Package& pkg) {
+KeyIndex IndexKeys(const PackageParts& pkg) {
   KeyIndex index;
   for (size_t f = 0; f < pkg.external.size(); ++f) {
     for (size_t e = 0; e < pkg.external[f].entries.size(); ++e) index[pkg.external[f].entries[e].key] = {f, e};
@@ -45,7 +45,7 @@ KeyIndex IndexKeys(const Package& pkg) {
   return index;
 }
 
-size_t FileFor(Package& pkg, const std::string& tag) {
+size_t FileFor(PackageParts& pkg, const std::string& tag) {
   for (size_t f = 0; f < pkg.external.size(); ++f) {
     if (pkg.external[f].tag == tag) return f;
   }
@@ -53,7 +53,7 @@ size_t FileFor(Package& pkg, const std::string& tag) {
   return pkg.external.size() - 1;
 }
 
-void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b) {
+void AddEntry(PackageParts& pkg, KeyIndex& index, size_t file, NamedBlob b) {
   ExternalFile& f = pkg.external[file];
   auto it = index.find(b.key);
   if (it != index.end() && it->second.first == file) {
@@ -85,7 +85,7 @@ bool SameLayout(const fb::Table& a, const fb::Table& b) {
 // other's layout, or refuse the duplicate key when merging the .ptd files). An unnamed tensor
 // gets `base` (constant_<buffer> / mutable_<buffer>) unless tensors of another layout, or in
 // another file, already use it; then `base_1`, `base_2`, ...
-std::string ExternalKey(const Package& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
+std::string ExternalKey(const PackageParts& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
                         bool named, const fb::Table& layout) {
   for (int n = 0;; ++n) {
     const std::string key = n == 0 ? base : base + "_" + std::to_string(n);
@@ -137,7 +137,7 @@ bool HasSegmentInfo(const fb::Table& t) {
 // into ExternalFile entries, in program order, and renumbers what stays.
 class ExternalMover {
  public:
-  ExternalMover(Package& pkg, const BackendConfig& cfg)
+  ExternalMover(PackageParts& pkg, const BackendConfig& cfg)
       : pkg_(pkg),
         cfg_(cfg),
         cb_(Program{*pkg.program}.constant_buffer()),
@@ -251,7 +251,7 @@ class ExternalMover {
     if (!any_left) pkg_.mutable_data.reset();
   }
 
-  Package& pkg_;
+  PackageParts& pkg_;
   const BackendConfig& cfg_;
   fb::Value& cb_;  // Program.constant_buffer
   std::vector<bool> still_used_;
@@ -276,7 +276,7 @@ void DropStacktraces(fb::Table& p) {
 
 }  // namespace
 
-void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
+void ApplyPlacement(PackageParts& pkg, const BackendConfig& cfg) {
   fb::Table& p = *pkg.program;
   if (!cfg.emit_stacktrace) DropStacktraces(p);
   // External placement first: an external mutable weight is keyed by its

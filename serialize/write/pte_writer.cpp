@@ -114,7 +114,7 @@ uint64_t MutableDataIndex(const fb::Table& t, size_t n) {
   return idx < n ? idx : 0;
 }
 
-void DedupMutableData(Package& pkg) {
+void DedupMutableData(PackageParts& pkg) {
   if (!pkg.mutable_data || pkg.mutable_data->size() < 3) return;
   std::vector<Bytes>& md = *pkg.mutable_data;
   const size_t n = md.size();
@@ -290,7 +290,7 @@ struct PtePieces {
   }
 };
 
-PtePieces GatherPte(Program<>& p, const Package& pkg, const LayoutSettings& s) {
+PtePieces GatherPte(Program<>& p, const PackageParts& pkg, const LayoutSettings& s) {
   PtePieces out;
   out.in.segment_alignment = s.segment_alignment;
   out.in.tensor_alignment = s.tensor_alignment;
@@ -322,7 +322,7 @@ PtePieces GatherPte(Program<>& p, const Package& pkg, const LayoutSettings& s) {
 
 // Copies the plan's numbers into the program: constant and mutable
 // subsegments, delegate references, named data entries, Program.segments.
-void ApplySegmentsPlan(Program<>& p, const Package& pkg, const PteSegmentInputs& in, const PteSegmentsPlan& plan) {
+void ApplySegmentsPlan(Program<>& p, const PackageParts& pkg, const PteSegmentInputs& in, const PteSegmentsPlan& plan) {
   if (plan.constant_segment) {
     p.constant_segment() = SubsegmentsValue(*plan.constant_segment, plan.constant_offsets);
     p.constant_buffer() = fb::OffsetVector({}, reflection::Obj);
@@ -388,10 +388,10 @@ void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
 // The steps of ExecuTorch's serializer (_program.py serialize_pte_binary):
 // placement of external data; the pieces' sizes to layout/'s segment plan,
 // copied into the program; the flatbuffer; layout/'s header plan.
-PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
+PteLayout LayoutPte(const PackageParts& in, const BackendConfig& cfg) {
   cfg.Validate();
   if (!in.program) throw Error("bad-program", "package has no program");
-  Package pkg = in;
+  PackageParts pkg = in;
   // Copy-on-write: the steps below own (fb::Own) only the tables they change.
   pkg.program = fb::ShallowClone(*in.program);
   ApplyPlacement(pkg, cfg);
@@ -693,7 +693,7 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   return out;
 }
 
-WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
+WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& cfg, const std::string& pte_path,
                               const WriteOptions& o) {
   WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
   const PteLayout l = LayoutPte(pkg, cfg);
