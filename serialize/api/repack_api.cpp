@@ -162,7 +162,7 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
   if (expect_identical && LayoutDiffers(input, pkg, r.config, r.identity)) return r;
   WriteOptions wo = wo_in;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
-  r.written = WritePackage(pkg, r.config, out, wo);
+  r.written = WritePackageFiles(pkg, r.config, out, wo);
   if (unchanged && !wo.dry_run) {
     r.identity = IdentityCheck{};
     CheckIdentity(input, r.written, r.identity);

@@ -96,7 +96,7 @@ ReplanResult Replan(const std::string& in, const std::string& out, const ReplanO
   r.report = ReplanPackage(*input.pte, pkg, options.plan);
   WriteOptions wo = options.write;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
-  r.files = WritePackage(pkg, r.config, out, wo);
+  r.files = WritePackageFiles(pkg, r.config, out, wo);
   r.written = true;
   return r;
 }

@@ -3,7 +3,7 @@
 // changed, through the repack path: the file restored to package form
 // (serialize/read/restore.h), the config that reproduces it byte for byte
 // inferred (serialize/write/infer_config.h), the planned tensors' offsets and
-// non_const_buffer_sizes edited in the program tree, and WritePackage (which
+// non_const_buffer_sizes edited in the program tree, and WritePackageFiles (which
 // reads the output back with verify's plan checks before it renames it into
 // place). So `.ptd` pairs and every producer's flatbuffer order are kept, and
 // `ptepack diff` of input and output says "memory plan only".
