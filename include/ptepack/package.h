@@ -5,9 +5,10 @@
 //
 // It is an opaque value: the program tree, its constants and delegate
 // payloads, mutable data and named data are the library's own, and what a
-// user does with a Package is write it. Copies are cheap and share the
-// contents, which nothing changes once built; the data are byte views (into
-// mapped files or caller buffers) that the Package keeps alive.
+// user does with a Package is write it (WritePackage, as often as wanted:
+// writing does not change it). Copies are cheap and share the contents; the
+// data are byte views (into mapped files or caller buffers) that the Package
+// keeps alive.
 #pragma once
 
 #include <memory>

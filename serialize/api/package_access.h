@@ -28,7 +28,7 @@ struct PackageAccess {
 
 // The parts a package holds (an empty PackageParts for Package()).
 inline const PackageParts& PartsOf(const Package& pkg) { return detail::PackageAccess::Parts(pkg); }
-// A package holding `parts`, which it shares with its copies and never changes.
+// A package holding `parts` (shared with its copies; the writer does not change them).
 inline Package PackageOf(PackageParts parts) { return detail::PackageAccess::Make(std::move(parts)); }
 
 }  // namespace ptepack
