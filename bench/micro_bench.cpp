@@ -28,6 +28,7 @@
 
 #include "config/backend_config.h"
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/plan_checks.h"
@@ -72,7 +73,7 @@ void BM_ProgramBuilderMeta(benchmark::State& state) {
   size_t bytes = 0;
   for (auto _ : state) {
     Package pkg = BuildMeta();
-    std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, cfg));
+    std::vector<uint8_t> out = RenderPte(LayoutPte(PartsOf(pkg), cfg));
     bytes = out.size();
     benchmark::DoNotOptimize(out.data());
   }
@@ -97,7 +98,7 @@ std::vector<uint8_t> ChainProgram(int n) {
   m.Inputs({input});
   m.Outputs({prev});
   m.PlannedBufferSizes({0, 256});
-  return RenderPte(LayoutPte(b.Build(), BackendConfig{}));
+  return RenderPte(LayoutPte(PartsOf(b.Build()), BackendConfig{}));
 }
 
 void BM_PlanCheck(benchmark::State& state) {
@@ -148,7 +149,7 @@ void BM_PackFromSpec(benchmark::State& state) {
   const std::string base = path.substr(0, path.find_last_of('/'));
   BackendConfig cfg;
   for (auto _ : state) {
-    Package pkg = PackageFromSpecJson(text, base);
+    PackageParts pkg = PackageFromSpecJson(text, base);
     std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, cfg));
     benchmark::DoNotOptimize(out.data());
   }
@@ -160,7 +161,7 @@ void BM_Repack(benchmark::State& state) {
   if (path.empty()) return;
   for (auto _ : state) {
     auto pte = PteFile::Open(path);
-    Package pkg = PackageFromPte(*pte);
+    PackageParts pkg = PackageFromPte(*pte);
     InferredConfig inf = InferConfig(*pte, pkg);
     inf.ApplyBlobAlignments(pkg);
     std::vector<uint8_t> out = RenderPte(LayoutPte(pkg, inf.config));

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ptepack/error.h"
+#include "serialize/api/package_access.h"
 #include "serialize/io/hash.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
@@ -306,7 +307,7 @@ SizeResult Measure(const Args& a, const std::string& dir, uint64_t size, uint64_
     RemoveIfExists(out);
     ::sync();  // start each timed write with no writeback pending
     Run run = InChild([&] {
-      Package pkg = LoadSpec(spec);
+      const Package pkg = PackageOf(LoadSpec(spec));
       WriteResult res;
       Timing t = Timed([&] { res = WritePackage(pkg, BackendConfig{}, out); });
       std::ofstream(dir + "/fb_size") << res.flatbuffer_size;

@@ -1,7 +1,7 @@
 // The whole plan of a .pte or .ptd file as numbers, decided before a byte is
 // written (like LLVM objcopy's layoutSections/layoutSegments before
 // ELFWriter::write). No I/O, no FlatBuffers: the writer (serialize/write/)
-// gathers sizes, alignments and dedup decisions from a Package, asks for a
+// gathers sizes, alignments and dedup decisions from a PackageParts, asks for a
 // plan here, copies the decided numbers into the program tree, encodes it,
 // asks for the header plan, and streams bytes.
 //

@@ -18,6 +18,7 @@
 #include "ptepack/ptepack.h"
 #include "serialize/api/extract.h"
 #include "serialize/api/insight_api.h"
+#include "serialize/api/package_access.h"
 #include "serialize/api/read_api.h"
 #include "serialize/api/repack_json.h"
 #include "serialize/api/replan.h"
@@ -404,7 +405,7 @@ PYBIND11_MODULE(ptepack, m) {
         }
         WriteOptions wo = MakeWriteOptions(force, dry_run, false);
         wo.inputs = inputs;
-        WriteResult w = WritePackage(LoadSpec(spec.string()), cfg, output.string(), wo);
+        WriteResult w = WritePackage(PackageOf(LoadSpec(spec.string())), cfg, output.string(), wo);
         return WrittenDict(w, cfg, dry_run, nlohmann::json::object());
       },
       py::arg("config"), py::arg("spec"), py::arg("output"), py::kw_only(), py::arg("force") = false,

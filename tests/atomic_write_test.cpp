@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -45,7 +46,7 @@ std::vector<std::string> TempFilesIn(const std::string& dir) {
 struct Loaded {
   std::unique_ptr<PteFile> pte;
   std::vector<std::unique_ptr<PtdFile>> ptd_files;
-  Package pkg;
+  PackageParts pkg;
   BackendConfig config;
 };
 
@@ -77,7 +78,7 @@ TEST(AtomicWrite, FailedWriteKeepsOldOutput) {
     {
       FailAfter guard(fail_at);
       try {
-        WritePackage(l.pkg, l.config, out);
+        WritePackage(PackageOf(l.pkg), l.config, out);
         ADD_FAILURE() << "write did not fail at " << fail_at;
       } catch (const Error& e) {
         EXPECT_EQ(e.finding().code, "write-failed") << e.what();
@@ -93,7 +94,7 @@ TEST(AtomicWrite, NoOldOutputMeansNoOutput) {
   std::string dir = testing::TempDir("atomic_fail_new");
   {
     FailAfter guard(100);
-    EXPECT_THROW(WritePackage(l.pkg, l.config, dir + "/model.pte"), Error);
+    EXPECT_THROW(WritePackage(PackageOf(l.pkg), l.config, dir + "/model.pte"), Error);
   }
   EXPECT_TRUE(fs::is_empty(dir));
 }
@@ -103,7 +104,7 @@ TEST(AtomicWrite, SucceedsWithoutFault) {
   std::string dir = testing::TempDir("atomic_ok");
   std::string out = dir + "/model.pte";
   WriteFile(out, OldBytes(100, 1));
-  WritePackage(l.pkg, l.config, out);
+  WritePackage(PackageOf(l.pkg), l.config, out);
   EXPECT_TRUE(ReadFile(out) == ReadFile(FixturePath("arduino_add.pte")));
   EXPECT_EQ(TempFilesIn(dir), std::vector<std::string>{});
 }
@@ -126,7 +127,7 @@ TEST(AtomicWrite, FailedWriteKeepsOldPteAndPtdTogether) {
     WriteFile(dir + "/" + tag + ".ptd", old_ptd);
     {
       FailAfter guard(fail_at);
-      EXPECT_THROW(WritePackage(l.pkg, l.config, dir + "/model.pte"), Error) << fail_at;
+      EXPECT_THROW(WritePackage(PackageOf(l.pkg), l.config, dir + "/model.pte"), Error) << fail_at;
     }
     EXPECT_TRUE(ReadFile(dir + "/model.pte") == old_pte) << "old .pte changed (fault at " << fail_at << ")";
     EXPECT_TRUE(ReadFile(dir + "/" + tag + ".ptd") == old_ptd) << "old .ptd changed (fault at " << fail_at << ")";
@@ -140,7 +141,7 @@ TEST(AtomicWrite, RefusesToOverwriteInput) {
   WriteFile(in, ReadFile(FixturePath("arduino_add.pte")));
   const Buf before = ReadFile(in);
   auto pte = PteFile::Open(in);
-  Package pkg = PackageFromPte(*pte);
+  PackageParts pkg = PackageFromPte(*pte);
   InferredConfig inf = InferConfig(*pte, pkg);
   inf.ApplyBlobAlignments(pkg);
   BackendConfig cfg = inf.config;
@@ -152,7 +153,7 @@ TEST(AtomicWrite, RefusesToOverwriteInput) {
   ASSERT_EQ(::link(in.c_str(), alias.c_str()), 0);
   for (const std::string& target : {in, alias}) {
     try {
-      WritePackage(pkg, cfg, target, o);
+      WritePackage(PackageOf(pkg), cfg, target, o);
       ADD_FAILURE() << "overwrote " << target;
     } catch (const Error& e) {
       EXPECT_EQ(e.finding().code, "overwrite-input");
@@ -164,7 +165,7 @@ TEST(AtomicWrite, RefusesToOverwriteInput) {
   // Allowed explicitly, the input is replaced (atomically: the mapping of the
   // old file stays valid).
   o.allow_overwrite_input = true;
-  WritePackage(pkg, cfg, in, o);
+  WritePackage(PackageOf(pkg), cfg, in, o);
   EXPECT_TRUE(ReadFile(in) == RenderPte(LayoutPte(pkg, cfg)));
   EXPECT_TRUE(ReadFile(alias) == before);  // the alias still names the old inode
 }
@@ -192,7 +193,7 @@ void CheckRealDiskFull(uint64_t unbuffered_after) {
     ~Hook() { AtomicFile::SetUnbufferedAfterForTesting(AtomicFile::kUnbufferedAfter); }
   } hook{unbuffered_after};
   try {
-    WritePackage(l.pkg, l.config, out);
+    WritePackage(PackageOf(l.pkg), l.config, out);
     ADD_FAILURE() << "54 KiB written to a 32 KiB file system";
   } catch (const Error& e) {
     EXPECT_EQ(e.finding().code, "write-failed");
@@ -202,7 +203,7 @@ void CheckRealDiskFull(uint64_t unbuffered_after) {
   EXPECT_EQ(TempFilesIn(dir), std::vector<std::string>{});
   // The space is free again: a small program still fits.
   Loaded small = Load("add.pte");
-  WritePackage(small.pkg, small.config, out);
+  WritePackage(PackageOf(small.pkg), small.config, out);
   EXPECT_TRUE(ReadFile(out) == old);
 }
 
@@ -248,7 +249,7 @@ TEST(FormatLimits, FlatbufferOverTwoGiBFailsBeforeWriting) {
   std::string out_dir = dir + "/out";
   fs::create_directories(out_dir);
   try {
-    WritePackage(l.pkg, cfg, out_dir + "/model.pte");
+    WritePackage(PackageOf(l.pkg), cfg, out_dir + "/model.pte");
     ADD_FAILURE() << "2 GiB flatbuffer accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.finding().code, "limit-exceeded") << e.what();

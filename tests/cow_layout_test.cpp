@@ -63,7 +63,7 @@ const Variant kVariants[] = {
 
 // Lays `pkg` out with every variant of `base`: the input must encode to the
 // same bytes afterwards and a second layout must give the same file.
-void CheckVariants(const Package& pkg, const BackendConfig& base, const std::string& what) {
+void CheckVariants(const PackageParts& pkg, const BackendConfig& base, const std::string& what) {
   const std::vector<uint8_t> before = EncodeTree(*pkg.program);
   const size_t mutable_before = pkg.mutable_data ? pkg.mutable_data->size() : 0;
   int laid_out = 0;
@@ -113,14 +113,14 @@ TEST_P(CopyOnWriteLayout, LeavesTheInputProgramUnchanged) {
     ptd_files.push_back(PtdFile::Open(FixturePath(ptd)));
     ptds.push_back(ptd_files.back().get());
   }
-  Package pkg = PackageFromPte(*pte, ptds);
+  PackageParts pkg = PackageFromPte(*pte, ptds);
   const InferredConfig inf = InferConfig(*pte, pkg, ptds);
   inf.ApplyBlobAlignments(pkg);
   CheckVariants(pkg, inf.config, name);
   // The inferred config still reproduces the file after all of that.
   EXPECT_TRUE(RenderPte(LayoutPte(pkg, inf.config)) == ReadFile(FixturePath(name)));
 
-  Package named = pkg;
+  PackageParts named = pkg;
   named.program = fb::Clone(*pkg.program);
   AddNames(*named.program);
   CheckVariants(named, inf.config, name + " with names");
@@ -217,7 +217,7 @@ TEST(FbValue, DecodedStringsAndVectorsAreViewsOfTheInput) {
   if (!fs::exists(FixturePath("add.pte"))) GTEST_SKIP() << "fixture add.pte not found";
   auto pte = PteFile::Open(FixturePath("add.pte"));
   ASSERT_TRUE(pte->ok());
-  Package pkg = PackageFromPte(*pte, {});
+  PackageParts pkg = PackageFromPte(*pte, {});
   const auto& plan = *prog::Program{std::as_const(*pkg.program)}.execution_plan().elems().at(0).table();
   const std::string_view name = prog::ExecutionPlan{plan}.name().str_view();
   EXPECT_EQ(name, "forward");

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -251,14 +252,14 @@ TEST(Diff, PtdBackedFixtureAgainstASplitWithAnotherTag) {
   const std::string dir = testing::TempDir("diff_ptd");
   auto pte = PteFile::Open(FixturePath("linear.pte"));
   auto ptd = PtdFile::Open(FixturePath("linear.ptd"));
-  Package pkg = PackageFromPte(*pte, {ptd.get()});
+  PackageParts pkg = PackageFromPte(*pte, {ptd.get()});
   InferredConfig inf = InferConfig(*pte, pkg, {ptd.get()});
   inf.ApplyBlobAlignments(pkg);
   BackendConfig config = inf.config;
   ASSERT_EQ(pkg.external.size(), 1u);
   ASSERT_EQ(pkg.external[0].tag, "linear");
   pkg.external[0].tag = "weights";
-  WritePackage(pkg, config, dir + "/linear.pte");
+  WritePackage(PackageOf(pkg), config, dir + "/linear.pte");
   int code = -1;
   auto d = DiffCli({FixturePath("linear.pte"), dir + "/linear.pte", "--ptd-a", FixturePath("linear.ptd"), "--ptd-b",
                     dir + "/weights.ptd"},

@@ -14,6 +14,7 @@
 
 #include "config/backend_config.h"
 #include "layout/alignment.h"
+#include "serialize/api/package_access.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/program_parts.h"
@@ -756,7 +757,7 @@ TEST(HostilePtePlan, PlanCommandRefusesWhereVerifyLocates) {
 // arduino_add.pte with two named blobs in segments of its own.
 Buf WithNamedData(const std::string& second_key) {
   auto pte = ReadPte(Fixture("arduino_add.pte"));
-  Package pkg = PackageFromPte(*pte);
+  PackageParts pkg = PackageFromPte(*pte);
   InferredConfig inf = InferConfig(*pte, pkg);
   inf.ApplyBlobAlignments(pkg);
   static const uint8_t a[24] = {1, 2, 3}, b[16] = {4, 5, 6};
@@ -1149,12 +1150,12 @@ TEST(HostileConfig, FromJsonValidates) {
 
 TEST(HostileConfig, LayoutRefusesBeforeWriting) {
   auto pte = ReadPte(Fixture("arduino_add.pte"));
-  Package pkg = PackageFromPte(*pte);
+  PackageParts pkg = PackageFromPte(*pte);
   BackendConfig cfg;
   cfg.segment_alignment = 48;
   std::string dir = testing::TempDir("hostile_config_layout");
   try {
-    WritePackage(pkg, cfg, dir + "/out.pte");
+    WritePackage(PackageOf(pkg), cfg, dir + "/out.pte");
     ADD_FAILURE() << "bad config accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.finding().code, "bad-config");

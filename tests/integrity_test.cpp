@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ptepack/error.h"
+#include "serialize/api/package_access.h"
 #include "serialize/bundle/bundle.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/spec.h"
@@ -296,7 +297,7 @@ std::string MakeProgram(const std::string& dir) {
             {"non_const_buffer_sizes", {0}}};
   json spec{{"program", {{"version", 0}, {"execution_plan", {plan}}}}, {"constants", {{{"file", "w.bin"}}}}};
   const std::string out = dir + "/model.pte";
-  WritePackage(PackageFromSpecJson(spec.dump(), dir), BackendConfig{}, out);
+  WritePackage(PackageOf(PackageFromSpecJson(spec.dump(), dir)), BackendConfig{}, out);
   return out;
 }
 

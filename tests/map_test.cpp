@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/insight/plan.h"
 #include "serialize/read/plan_lifetimes.h"
 #include "serialize/read/pte_reader.h"
@@ -270,7 +271,7 @@ std::string OverlapProgram(const std::string& dir) {
   m.Outputs({int(q)});
   m.PlannedBufferSizes({0, 176});
   const std::string path = dir + "/overlap.pte";
-  testing::WriteFile(path, RenderPte(LayoutPte(b.Build(), BackendConfig{})));
+  testing::WriteFile(path, RenderPte(LayoutPte(PartsOf(b.Build()), BackendConfig{})));
   return path;
 }
 

@@ -18,6 +18,7 @@
 
 #include "program_views_generated.h"
 #include "ptepack/error.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/checksum.h"
@@ -163,9 +164,9 @@ TEST(PerfLargeOffsets, SecondConstantAbove4GiBFromSparseSource) {
     ::close(fd);
   }
   auto t0 = std::chrono::steady_clock::now();
-  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, first, ""}, {first, second, ""}}), dir);
+  PackageParts pkg = PackageFromSpecJson(SpecJson(src, {{0, first, ""}, {first, second, ""}}), dir);
   const std::string out = dir + "/big.pte";
-  WriteResult wr = WritePackage(pkg, BackendConfig{}, out);
+  WriteResult wr = WritePackage(PackageOf(pkg), BackendConfig{}, out);
   double write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_GT(wr.pte.size, 4 * kGiB);
 
@@ -232,7 +233,7 @@ TEST(PerfStreamedWrite, MatchesRenderedBytes) {
       for (Unbuffered ub : {kNever, kFromStart, kRefused}) {
         AtomicFile::SetKernelCopyForTesting(kernel_copy);
         UnbufferedAfter after(ub == kNever ? UINT64_MAX : 0, ub == kRefused);
-        Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+        PackageParts pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
         PteLayout layout = LayoutPte(pkg, cfg);
         const std::string out = dir + "/stream.pte";
         WritePteLayout(layout, out, WriteOptions{});
@@ -277,7 +278,7 @@ TEST(PerfStreamedWrite, UnbufferedRunsMatchRenderedBytes) {
   const bool direct_io = DirectIoWorks(dir);
   for (uint64_t after : {AtomicFile::kUnbufferedAfter, uint64_t{0}}) {
     UnbufferedAfter hook(after);
-    Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+    PackageParts pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
     PteLayout layout = LayoutPte(pkg, BackendConfig{});
     const std::string out = dir + "/unbuffered.pte";
     WritePteLayout(layout, out, WriteOptions{});
@@ -313,7 +314,7 @@ TEST(PerfStreamedWrite, UnbufferedWriteKeepsHoles) {
     ::close(fd);
   }
   UnbufferedAfter hook(0);
-  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, size, ""}, {kMiB + 5, 2 * kMiB, ""}}), dir);
+  PackageParts pkg = PackageFromSpecJson(SpecJson(src, {{0, size, ""}, {kMiB + 5, 2 * kMiB, ""}}), dir);
   PteLayout layout = LayoutPte(pkg, BackendConfig{});
   const std::string out = dir + "/sparse.pte";
   WritePteLayout(layout, out, WriteOptions{});
@@ -348,7 +349,7 @@ TEST_P(PerfWriterRss, PeakStaysBounded) {
   WriteRandomFile(src, total, 2);
   std::vector<Const> consts;
   for (uint64_t off = 0; off < total; off += c.tensor_size) consts.push_back({off, c.tensor_size, ""});
-  Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+  PackageParts pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
   PteLayout layout = LayoutPte(pkg, BackendConfig{});
   AtomicFile::SetKernelCopyForTesting(c.kernel_copy);
   if (!ResetPeakRss()) GTEST_SKIP() << "cannot reset the peak RSS counter (/proc/self/clear_refs)";
@@ -378,7 +379,7 @@ TEST(PerfReader, VerifyAndDescribeDoNotTouchData) {
   std::vector<Const> consts;
   for (uint64_t off = 0; off < 128 * kMiB; off += kMiB) consts.push_back({off, kMiB, ""});
   const std::string out = dir + "/model.pte";
-  WritePackage(PackageFromSpecJson(SpecJson(src, consts), dir), BackendConfig{}, out);
+  WritePackage(PackageOf(PackageFromSpecJson(SpecJson(src, consts), dir)), BackendConfig{}, out);
   if (!ResetPeakRss()) GTEST_SKIP() << "cannot reset the peak RSS counter";
   const uint64_t before = CurrentRss();
   auto pte = PteFile::Open(out);
@@ -406,7 +407,7 @@ TEST(PerfReader, RestoringConstantsReadsOnlyTheirPadding) {
   std::vector<Const> consts;
   for (uint64_t i = 0; i < kCount; ++i) consts.push_back({i * kSize, kSize, ""});
   const std::string out = dir + "/model.pte";
-  WritePackage(PackageFromSpecJson(SpecJson(src, consts), dir), BackendConfig{}, out);
+  WritePackage(PackageOf(PackageFromSpecJson(SpecJson(src, consts), dir)), BackendConfig{}, out);
   auto pte = PteFile::Open(out);
   ASSERT_TRUE(pte->ok());
   ASSERT_EQ(
@@ -415,7 +416,7 @@ TEST(PerfReader, RestoringConstantsReadsOnlyTheirPadding) {
       << "each constant padded to the default 16-byte alignment";
   if (!ResetPeakRss()) GTEST_SKIP() << "cannot reset the peak RSS counter";
   const uint64_t before = CurrentRss();
-  Package pkg = PackageFromPte(*pte);
+  PackageParts pkg = PackageFromPte(*pte);
   const prog::Program p{*pkg.program};
   ASSERT_EQ(p.constant_buffer().elems().size(), kCount + 1);
   for (uint64_t i = 1; i <= kCount; i += 1000) {
@@ -439,10 +440,10 @@ TEST(PerfStreamedWrite, InjectedFaultDuringKernelCopyLeavesNoFile) {
   const std::string dir = TempDir("perf_fault");
   const std::string src = dir + "/weights.bin";
   WriteRandomFile(src, 8 * kMiB, 4);
-  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, 8 * kMiB, ""}}), dir);
+  PackageParts pkg = PackageFromSpecJson(SpecJson(src, {{0, 8 * kMiB, ""}}), dir);
   const std::string out = dir + "/out.pte";
   AtomicFile::SetFailAfterBytesForTesting(4 * kMiB);
-  EXPECT_THROW(WritePackage(pkg, BackendConfig{}, out), Error);
+  EXPECT_THROW(WritePackage(PackageOf(pkg), BackendConfig{}, out), Error);
   AtomicFile::SetFailAfterBytesForTesting(UINT64_MAX);
   ExpectNoOutputLeft(dir, out);
 }
@@ -453,12 +454,12 @@ TEST(PerfStreamedWrite, InjectedFaultDuringUnbufferedWriteLeavesNoFile) {
   const std::string dir = TempDir("perf_fault_unbuffered");
   const std::string src = dir + "/weights.bin";
   WriteRandomFile(src, 24 * kMiB, 7);
-  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, 24 * kMiB, ""}}), dir);
+  PackageParts pkg = PackageFromSpecJson(SpecJson(src, {{0, 24 * kMiB, ""}}), dir);
   const std::string out = dir + "/out.pte";
   UnbufferedAfter hook(0);
   AtomicFile::SetFailAfterBytesForTesting(12 * kMiB);
   try {
-    WritePackage(pkg, BackendConfig{}, out);
+    WritePackage(PackageOf(pkg), BackendConfig{}, out);
     ADD_FAILURE() << "24 MiB written past an injected full disk at 12 MiB";
   } catch (const Error& e) {
     EXPECT_EQ(e.finding().code, "write-failed");
@@ -499,7 +500,7 @@ TEST(PerfStreamedWrite, TmpfsOutputIsSplicedNotDirect) {
   for (const BackendConfig& cfg : {BackendConfig{}, aligned}) {
     for (uint64_t after : {AtomicFile::kUnbufferedAfter, uint64_t{0}}) {
       UnbufferedAfter hook(after);
-      Package pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
+      PackageParts pkg = PackageFromSpecJson(SpecJson(src, consts), dir);
       PteLayout layout = LayoutPte(pkg, cfg);
       const std::string out = shm + "/spliced.pte";
       WritePteLayout(layout, out, WriteOptions{});
@@ -524,11 +525,11 @@ TEST(PerfStreamedWrite, InjectedFaultWhileSplicingIntoTmpfsLeavesNoFile) {
   const std::string dir = TempDir("perf_tmpfs_fault");
   const std::string src = dir + "/weights.bin";
   WriteRandomFile(src, 16 * kMiB, 9);
-  Package pkg = PackageFromSpecJson(SpecJson(src, {{0, 16 * kMiB, ""}}), dir);
+  PackageParts pkg = PackageFromSpecJson(SpecJson(src, {{0, 16 * kMiB, ""}}), dir);
   const std::string out = shm + "/out.pte";
   AtomicFile::SetFailAfterBytesForTesting(6 * kMiB);
   try {
-    WritePackage(pkg, BackendConfig{}, out);
+    WritePackage(PackageOf(pkg), BackendConfig{}, out);
     ADD_FAILURE() << "16 MiB written past an injected full file system at 6 MiB";
   } catch (const Error& e) {
     EXPECT_EQ(e.finding().code, "write-failed");

@@ -14,6 +14,7 @@
 
 #include "ptepack/program_builder.h"
 #include "ptepack/reader.h"
+#include "serialize/api/package_access.h"
 #include "serialize/api/replan.h"
 #include "serialize/insight/diff.h"
 #include "serialize/insight/plan.h"
@@ -38,7 +39,7 @@ TensorSpec F32(int32_t n, uint64_t off, uint32_t mid = 1) {
 // Writes a package as laid out, without WritePackage's read-back (which refuses unsafe plans).
 std::string WriteRaw(const Package& pkg, const std::string& name, const BackendConfig& cfg = {}) {
   const std::string path = testing::TempDir("plan_cmd_" + name) + "/" + name + ".pte";
-  testing::WriteFile(path, RenderPte(LayoutPte(pkg, cfg)));
+  testing::WriteFile(path, RenderPte(LayoutPte(PartsOf(pkg), cfg)));
   return path;
 }
 
@@ -482,7 +483,7 @@ TEST(PlanRewrite, BuffersOfOtherDevicesArePlannedApart) {
       "non_const_buffer_device": [{"buffer_idx": 2, "device_type": "CUDA"}]
     }]
   })";
-  const std::string in = WriteRaw(PackageFromSpecJson("{\"program\": " + program + "}", "."), "device");
+  const std::string in = WriteRaw(PackageOf(PackageFromSpecJson("{\"program\": " + program + "}", ".")), "device");
   ASSERT_EQ(PlanFindings(in), "");
   auto pte = PteFile::Open(in);
   const PlanReport r = AnalyzePlan(*pte);

@@ -16,6 +16,7 @@
 #include "config/backend_config.h"
 #include "ptepack/program_builder.h"
 #include "ptepack/reader.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
@@ -65,7 +66,7 @@ struct Built {
   }
 };
 
-Built Build(const Package& pkg, const BackendConfig& cfg = {}) {
+Built Build(const PackageParts& pkg, const BackendConfig& cfg = {}) {
   Built out;
   out.bytes = RenderPte(LayoutPte(pkg, cfg));
   out.file = PteFile::FromBytes(Bytes::Copy(out.bytes.data(), out.bytes.size()), "plan.pte");
@@ -73,7 +74,7 @@ Built Build(const Package& pkg, const BackendConfig& cfg = {}) {
   out.lt = DeriveLifetimes(*out.file->program());
   return out;
 }
-Built Build(const ProgramBuilder& b, const BackendConfig& cfg = {}) { return Build(b.Build(), cfg); }
+Built Build(const ProgramBuilder& b, const BackendConfig& cfg = {}) { return Build(PartsOf(b.Build()), cfg); }
 
 // A program given in ExecuTorch's JSON form (what `flatc --json` prints):
 // for what ProgramBuilder does not write (several chains).
@@ -675,7 +676,7 @@ struct SharedPlan {
   PlannedLocation read_s1{2, 0};
   PlannedLocation read_s2{2, 16};
 };
-Package SharedStateProgram(const SharedPlan& at) {
+PackageParts SharedStateProgram(const SharedPlan& at) {
   ProgramBuilder b;
   const std::vector<uint8_t> s1(16, 1), s2(16, 2);
   {
@@ -706,7 +707,7 @@ Package SharedStateProgram(const SharedPlan& at) {
     m.Outputs({I(z)});
     m.PlannedBufferSizes({0, 64, 32});
   }
-  return b.Build();
+  return PartsOf(b.Build());
 }
 
 uint64_t AllocationAt(const Built& p, size_t method, uint32_t value) {
@@ -944,7 +945,7 @@ TEST(PlanLifetimes, DISABLED_WriteFuzzSeeds) {
   const char* dir = std::getenv("PTEPACK_PLAN_SEEDS");
   ASSERT_NE(dir, nullptr) << "set PTEPACK_PLAN_SEEDS to the seeds directory";
   auto write = [&](const std::string& name, const ProgramBuilder& b, const BackendConfig& cfg = {}) {
-    testing::WriteFile(std::string(dir) + "/" + name, RenderPte(LayoutPte(b.Build(), cfg)));
+    testing::WriteFile(std::string(dir) + "/" + name, RenderPte(LayoutPte(PartsOf(b.Build()), cfg)));
   };
   {
     ProgramBuilder b;
@@ -1084,7 +1085,7 @@ TEST(PlanLifetimes, FastPathAgreesWithTheGeneralDataflow) {
     m.PlannedBufferSizes({0, 256});
     BackendConfig cfg;
     cfg.emit_mutable_buffer_names = rnd(2) == 0;
-    std::vector<uint8_t> bytes = RenderPte(LayoutPte(b.Build(), cfg));
+    std::vector<uint8_t> bytes = RenderPte(LayoutPte(PartsOf(b.Build()), cfg));
     auto f = PteFile::FromBytes(Bytes::Copy(bytes.data(), bytes.size()), "random.pte");
     ASSERT_NE(f->program(), nullptr);
     for (const auto& x2 : f->report().findings()) findings += x2.code.rfind("plan-", 0) == 0;

@@ -152,7 +152,7 @@ TEST_F(ProducerRules, PythonVtableRulesOfBothGenerationsAreReproduced) {
       ptd_files.push_back(PtdFile::Open(FixturePath(stem + ".ptd")));
       ptds.push_back(ptd_files.back().get());
     }
-    Package pkg = PackageFromPte(*pte, ptds);
+    PackageParts pkg = PackageFromPte(*pte, ptds);
     InferredConfig inf = InferConfig(*pte, pkg, ptds);
     inf.ApplyBlobAlignments(pkg);
     ASSERT_TRUE(inf.exact) << inf.note;

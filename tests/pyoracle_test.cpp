@@ -33,6 +33,7 @@
 
 #include "nlohmann/json.hpp"
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -786,7 +787,7 @@ Ours WriteOurs(const Case& c, FlatbufferOrder order) {
   c.build(t);
   BackendConfig cfg = c.config.ToBackendConfig();
   cfg.flatbuffer_order = order;
-  PteLayout l = LayoutPte(t.Build(), cfg);
+  PteLayout l = LayoutPte(PartsOf(t.Build()), cfg);
   Ours o;
   o.pte = RenderPte(l);
   for (const auto& ef : l.external) o.ptd[ef.tag] = RenderPtd(LayoutPtd(ef, cfg.ptd_segment_alignment));
@@ -1139,7 +1140,7 @@ void ExpectInferredIsUsed(const std::string& pte_path, const std::map<std::strin
     ptd_files.push_back(PtdFile::Open(path));
     ptds.push_back(ptd_files.back().get());
   }
-  Package pkg = PackageFromPte(*f, ptds);
+  PackageParts pkg = PackageFromPte(*f, ptds);
   InferredConfig inf = InferConfig(*f, pkg, ptds);
   ASSERT_TRUE(inf.exact) << inf.note;
   const BackendConfig used = cc.ToBackendConfig();
@@ -1372,7 +1373,7 @@ void ExpectInferred(const std::function<void(Twin&)>& build, const CaseConfig& c
                     std::optional<uint64_t> da, bool da_at_most = false) {
   std::vector<uint8_t> pte = Write(build, cc);
   auto f = Open(pte);
-  Package pkg = PackageFromPte(*f);
+  PackageParts pkg = PackageFromPte(*f);
   InferredConfig inf = InferConfig(*f, pkg);
   inf.ApplyBlobAlignments(pkg);
   ASSERT_TRUE(inf.exact) << inf.note;
@@ -1425,7 +1426,7 @@ TEST(ExecuTorchEmitterRules, InferExtractionWhenEveryPayloadIsEmpty) {
 TEST(ExecuTorchEmitterRules, SharedDelegateSegmentStaysSharedInline) {
   auto f = PteFile::Open(testing::FixturePath("stories260k_qnn.pte"));
   ASSERT_TRUE(f->ok());
-  Package pkg = PackageFromPte(*f);
+  PackageParts pkg = PackageFromPte(*f);
   InferredConfig inf0 = InferConfig(*f, pkg);
   inf0.ApplyBlobAlignments(pkg);
   BackendConfig cfg = inf0.config;
@@ -1444,7 +1445,7 @@ TEST(ExecuTorchEmitterRules, SharedDelegateSegmentStaysSharedInline) {
   EXPECT_EQ(delegates, 2u);
   EXPECT_LT(inl.size(), f->file().size);  // the blob once (no segment padding either)
   // And that inline file repacks to itself.
-  Package pkg2 = PackageFromPte(*g);
+  PackageParts pkg2 = PackageFromPte(*g);
   InferredConfig inf = InferConfig(*g, pkg2);
   inf.ApplyBlobAlignments(pkg2);
   ASSERT_TRUE(inf.exact) << inf.note;

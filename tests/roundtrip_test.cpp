@@ -35,7 +35,7 @@ TEST_P(FixtureRoundTrip, ReadThenWriteGivesSameBytes) {
     ASSERT_TRUE(ptd_files.back()->ok()) << ptd_files.back()->report().findings().front().ToString();
     ptds.push_back(ptd_files.back().get());
   }
-  Package pkg = PackageFromPte(*pte, ptds);
+  PackageParts pkg = PackageFromPte(*pte, ptds);
   InferredConfig inf = InferConfig(*pte, pkg, ptds);
   inf.ApplyBlobAlignments(pkg);
   ASSERT_TRUE(inf.exact) << c.pte << ": " << inf.note;

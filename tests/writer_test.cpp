@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
@@ -78,7 +79,7 @@ struct Written {
 };
 
 Written Write(const Model& m, const BackendConfig& c) {
-  PteLayout l = LayoutPte(m.pkg, c);
+  PteLayout l = LayoutPte(PartsOf(m.pkg), c);
   Written w;
   w.pte = RenderPte(l);
   for (const auto& ef : l.external) w.ptds[ef.tag] = RenderPtd(LayoutPtd(ef, c.ptd_segment_alignment));
@@ -215,7 +216,7 @@ void CheckOutput(const Model& m, const BackendConfig& c, const Written& w) {
   for (const auto& s : pte->segments()) EXPECT_EQ(s.file_offset % c.segment_alignment, 0u);
 
   // Read back, infer the config, write again: same bytes.
-  Package again = PackageFromPte(*pte, ptds);
+  PackageParts again = PackageFromPte(*pte, ptds);
   InferredConfig inf = InferConfig(*pte, again, ptds);
   inf.ApplyBlobAlignments(again);
   EXPECT_TRUE(inf.exact) << inf.note;
@@ -305,7 +306,7 @@ TEST(Writer, TagCallbackSplitsConstantsIntoSeveralFiles) {
     if (t.name.empty()) return std::string("misc");
     return std::nullopt;  // tied.weight stays in the program
   };
-  PteLayout l = LayoutPte(m.pkg, c);
+  PteLayout l = LayoutPte(PartsOf(m.pkg), c);
   std::map<std::string, std::set<std::string>> keys;
   for (const auto& ef : l.external) {
     for (const auto& e : ef.entries) keys[ef.tag].insert(e.key);
@@ -352,7 +353,7 @@ TEST(Writer, BadConfigsAreRejectedWithTheFieldName) {
     BackendConfig c;
     c.segment_alignment = bad;
     try {
-      LayoutPte(m.pkg, c);
+      LayoutPte(PartsOf(m.pkg), c);
       FAIL() << "accepted segment_alignment " << bad;
     } catch (const Error& e) {
       EXPECT_EQ(e.finding().code, "bad-config");
@@ -372,7 +373,7 @@ TEST(Writer, FlatcLayoutMatchesRealFlatc) {
   Model m = MakeModel();
   BackendConfig c;
   c.extract_delegate_segments = false;  // keep some inline data in the flatbuffer too
-  PteLayout l = LayoutPte(m.pkg, c);
+  PteLayout l = LayoutPte(PartsOf(m.pkg), c);
   ASSERT_NE(l.segment_base_offset, 0u);
   // Remove the 32-byte padded eh00 header to get flatc's own output back.
   ASSERT_GT(l.head.size(), 40u);
@@ -417,11 +418,11 @@ TEST(Writer, BuildTwiceAfterALayoutRewroteTensors) {
   external_cfg.external_constants = true;
 
   Package first = builder.Build();
-  const std::vector<uint8_t> external1 = RenderPte(LayoutPte(first, external_cfg));
-  const std::vector<uint8_t> inline1 = RenderPte(LayoutPte(first, inline_cfg));
+  const std::vector<uint8_t> external1 = RenderPte(LayoutPte(PartsOf(first), external_cfg));
+  const std::vector<uint8_t> inline1 = RenderPte(LayoutPte(PartsOf(first), inline_cfg));
   Package second = builder.Build();
-  EXPECT_TRUE(RenderPte(LayoutPte(second, inline_cfg)) == inline1);
-  EXPECT_TRUE(RenderPte(LayoutPte(second, external_cfg)) == external1);
+  EXPECT_TRUE(RenderPte(LayoutPte(PartsOf(second), inline_cfg)) == inline1);
+  EXPECT_TRUE(RenderPte(LayoutPte(PartsOf(second), external_cfg)) == external1);
 
   auto pte = PteFile::FromBytes(Bytes::Own(std::vector<uint8_t>(external1)), "x.pte");
   ASSERT_TRUE(pte->ok());

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "serialize/api/package_access.h"
 #include "tools/write_common.h"
 
 namespace ptepack::cli {
@@ -30,7 +31,7 @@ void RegisterPack(CLI::App& app) {
   a.Run([o]() {
     ResolveOutput(o->out, "");
     BackendConfig cfg = LoadConfigFile(o->config);
-    WriteAndReport(LoadSpec(o->spec), cfg, {o->config, o->spec}, o->out);
+    WriteAndReport(PackageOf(LoadSpec(o->spec)), cfg, {o->config, o->spec}, o->out);
   });
 }
 

@@ -1,51 +1,35 @@
-// A program with its data held apart from its layout: what ProgramBuilder
-// builds and WritePackage lays out (ExecuTorch's serializer starts from the
-// same form, its PTEFile).
+// ptepack::Package: a program ready to be written, what ProgramBuilder::Build()
+// makes and WritePackage lays out (ExecuTorch's serializer starts from the
+// same form, its PTEFile: the program with its data held apart from the
+// layout).
 //
-// The program tree itself is opaque here (a schema-driven FlatBuffers table
-// that only the library reads); constants and delegate payloads live in it,
-// mutable data and named blobs beside it. All data are byte views (into
-// mapped files or caller buffers); nothing here copies tensor data.
+// It is an opaque value: the program tree, its constants and delegate
+// payloads, mutable data and named data are the library's own, and what a
+// user does with a Package is write it (WritePackage, as often as wanted:
+// writing does not change it). Copies are cheap and share the contents; the
+// data are byte views (into mapped files or caller buffers) that the Package
+// keeps alive.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 
-#include "ptepack/bytes.h"
+#include "ptepack/export.h"
 
 namespace ptepack {
 
-namespace fb {
-struct Table;  // the library's reflection tree of a FlatBuffers table
-}  // namespace fb
+struct PackageParts;  // the library's form of a package (not part of the API)
+namespace detail {
+struct PackageAccess;  // the library's access to a package's parts
+}  // namespace detail
 
-struct NamedBlob {
-  std::string key;
-  Bytes data;
-  uint64_t alignment = 1;
-  std::shared_ptr<fb::Table> tensor_layout;  // flat_tensor_flatbuffer.TensorLayout, optional
-  bool legacy_tensor = false;                // legacy layout: goes in the shared tensor segment
-};
+class PTEPACK_API Package {
+ public:
+  // An empty package: WritePackage refuses it ("package has no program").
+  Package() = default;
 
-// One .ptd file to write: "<tag>.ptd" next to the .pte.
-struct ExternalFile {
-  std::string tag;
-  std::vector<NamedBlob> entries;
-  // Write the FlatTensor layout of before June 2025 (tensors list with a
-  // shared, tensor_alignment-padded segment), to reproduce such files.
-  bool legacy = false;
-  uint32_t legacy_tensor_alignment = 16;
-  bool legacy_named_data_field = true;  // files before March 2025 had no named_data
-};
-
-struct Package {
-  std::shared_ptr<fb::Table> program;  // executorch_flatbuffer.Program
-  std::optional<std::vector<Bytes>> mutable_data;
-  std::vector<NamedBlob> named_data;   // blobs stored in the .pte
-  std::vector<ExternalFile> external;  // blobs stored in .ptd files
+ private:
+  friend struct detail::PackageAccess;
+  std::shared_ptr<const PackageParts> parts_;
 };
 
 }  // namespace ptepack

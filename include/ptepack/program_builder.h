@@ -126,8 +126,8 @@ class PTEPACK_API ProgramBuilder {
 
   Method& AddMethod(const std::string& name);
   void AddNamedData(const std::string& key, Bytes data, uint64_t alignment = 1);
-  // The package to hand to WritePackage (or LayoutPte). Can be called again
-  // after more is added.
+  // The package to hand to WritePackage. Can be called again after more is
+  // added.
   Package Build() const;
   // Bytes the constant dedup avoided storing twice.
   uint64_t dedup_bytes_saved() const;

@@ -52,7 +52,7 @@ bool ConstantsAsList(const fb::Value& cb) {
 
 // The program of `pkg` as JSON (program.fbs field names) without the data the
 // spec gives as files: constants (when `strip_constants`) and delegate payloads.
-std::string SpecProgramJson(const Package& pkg, bool strip_constants) {
+std::string SpecProgramJson(const PackageParts& pkg, bool strip_constants) {
   auto copy = fb::ShallowClone(*pkg.program);  // only root fields change
   prog::Program p{*copy};
   if (strip_constants) p.constant_buffer() = fb::Value{};
@@ -88,7 +88,7 @@ nlohmann::json ExternalSpec(const ExternalFile& ef, Files& files, nlohmann::json
 }
 
 // The spec's data lists, each blob written once as a file.
-nlohmann::json SpecData(const Package& pkg, bool constants_as_list, Files& files, nlohmann::json& index) {
+nlohmann::json SpecData(const PackageParts& pkg, bool constants_as_list, Files& files, nlohmann::json& index) {
   nlohmann::json data = nlohmann::json::object();
   const prog::Program<const fb::Table> p{*pkg.program};
   nlohmann::json consts = nlohmann::json::array(), spec_consts = nlohmann::json::array();
@@ -168,7 +168,7 @@ Extraction ExtractProgram(const ValidInput& in) {
     segs.push_back(files.Add("segment_" + std::to_string(i) + ".bin", in.pte->SegmentData(i)));
   }
   index["segments"] = segs;
-  Package pkg = PackageFromPte(*in.pte, in.ptrs);
+  PackageParts pkg = PackageFromPte(*in.pte, in.ptrs);
   x.inferred = InferConfig(*in.pte, pkg, in.ptrs);
   x.inferred.ApplyBlobAlignments(pkg);  // the named blobs' and .ptd entries' alignments go into the spec
   const bool constants_as_list = ConstantsAsList(prog::Program<const fb::Table>{*pkg.program}.constant_buffer());

@@ -5,6 +5,7 @@
 
 #include "ptepack/error.h"
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/model/dedup.h"
 #include "serialize/model/program_parts.h"
@@ -420,7 +421,7 @@ Package ProgramBuilder::Build() const {
     plan.set_non_const_buffer_sizes(m.s_->buffer_sizes_);
     return fb::TableValue(pl);
   };
-  Package pkg;
+  PackageParts pkg;
   pkg.program = Program<>::New();
   Program p{*pkg.program};
   std::vector<fb::Value> plans;
@@ -446,7 +447,7 @@ Package ProgramBuilder::Build() const {
   p.constant_segment() = fb::TableValue(so);
   if (s_->mutable_.size() > 1) pkg.mutable_data = s_->mutable_;
   pkg.named_data = s_->named_;
-  return pkg;
+  return PackageOf(std::move(pkg));
 }
 
 }  // namespace ptepack

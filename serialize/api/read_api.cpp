@@ -92,7 +92,7 @@ void AddInferredConfig(nlohmann::json& d, const PteFile& pte, const std::vector<
   uint64_t segment_alignment = 0;
   try {
     if (!pte.ok()) throw Error("invalid", "the file has errors");
-    Package pkg = PackageFromPte(pte, ptds);
+    PackageParts pkg = PackageFromPte(pte, ptds);
     InferredConfig inf = InferConfig(pte, pkg, ptds);
     d["config"] = ConfigToJson(inf.config);
     d["config"]["reproduces_file_exactly"] = inf.exact;

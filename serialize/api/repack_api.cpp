@@ -69,7 +69,7 @@ std::string PtdRegion(const PtdFile& in, uint64_t off) {
 // Before writing: would the output differ from the input anywhere -- the
 // .pte and each .ptd, padding included? Compares the layouts with the
 // inputs without writing (data that views the input itself is not read).
-bool LayoutDiffers(const ValidInput& input, const Package& pkg, const BackendConfig& config, IdentityCheck& id) {
+bool LayoutDiffers(const ValidInput& input, const PackageParts& pkg, const BackendConfig& config, IdentityCheck& id) {
   id.checked = true;
   const PteLayout l = LayoutPte(pkg, config);
   const Bytes& in = input.pte->file();
@@ -94,7 +94,7 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
                      const std::function<void(BackendConfig&)>& edit, bool upgrade_ptd, const WriteOptions& wo_in,
                      bool expect_identical = false) {
   ValidInput input = LoadValidInput(in, ptds);
-  Package pkg = PackageFromPte(*input.pte, input.ptrs);
+  PackageParts pkg = PackageFromPte(*input.pte, input.ptrs);
   InferredConfig inf = InferConfig(*input.pte, pkg, input.ptrs);
   inf.ApplyBlobAlignments(pkg);
   RepackResult r;

@@ -37,7 +37,7 @@ void RefuseUnderived(const PteFile& pte, const PlanReport& r) {
 }
 
 // The planned tensors' offsets and each planned buffer's size, nothing else.
-void EditPlan(Package& pkg, const PlanReport& r) {
+void EditPlan(PackageParts& pkg, const PlanReport& r) {
   auto& plans = prog::Program{*pkg.program}.execution_plan().mutable_elems();
   for (const MethodPlan& m : r.methods) {
     if (!m.not_checked.empty() || m.index >= plans.size() || !plans[m.index].table()) continue;
@@ -69,7 +69,7 @@ void EditPlan(Package& pkg, const PlanReport& r) {
 
 }  // namespace
 
-PlanReport ReplanPackage(const PteFile& pte, Package& pkg, const PlanReportOptions& options) {
+PlanReport ReplanPackage(const PteFile& pte, PackageParts& pkg, const PlanReportOptions& options) {
   PlanReport report = AnalyzePlan(pte, options);
   RefuseUnderived(pte, report);
   EditPlan(pkg, report);
@@ -88,7 +88,7 @@ ReplanResult Replan(const std::string& in, const std::string& out, const ReplanO
     return r;
   }
   ValidInput input = LoadValidInput(in, options.ptd);
-  Package pkg = PackageFromPte(*input.pte, input.ptrs);
+  PackageParts pkg = PackageFromPte(*input.pte, input.ptrs);
   InferredConfig inf = InferConfig(*input.pte, pkg, input.ptrs);
   inf.ApplyBlobAlignments(pkg);
   r.config = inf.config;
@@ -96,7 +96,7 @@ ReplanResult Replan(const std::string& in, const std::string& out, const ReplanO
   r.report = ReplanPackage(*input.pte, pkg, options.plan);
   WriteOptions wo = options.write;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
-  r.files = WritePackage(pkg, r.config, out, wo);
+  r.files = WritePackageFiles(pkg, r.config, out, wo);
   r.written = true;
   return r;
 }

@@ -3,7 +3,7 @@
 // changed, through the repack path: the file restored to package form
 // (serialize/read/restore.h), the config that reproduces it byte for byte
 // inferred (serialize/write/infer_config.h), the planned tensors' offsets and
-// non_const_buffer_sizes edited in the program tree, and WritePackage (which
+// non_const_buffer_sizes edited in the program tree, and WritePackageFiles (which
 // reads the output back with verify's plan checks before it renames it into
 // place). So `.ptd` pairs and every producer's flatbuffer order are kept, and
 // `ptepack diff` of input and output says "memory plan only".
@@ -47,7 +47,7 @@ ReplanResult Replan(const std::string& in, const std::string& out, const ReplanO
 // (the fuzz pipeline): AnalyzePlan of `pte`, the refusal of a method whose
 // lifetimes are not derived, and the new offsets and buffer sizes written
 // into `pkg` (PackageFromPte of `pte`). Returns the report.
-PlanReport ReplanPackage(const PteFile& pte, Package& pkg, const PlanReportOptions& options);
+PlanReport ReplanPackage(const PteFile& pte, PackageParts& pkg, const PlanReportOptions& options);
 
 // PlanJson, plus {"written": {"files": [{path, size}], "input_reproducible"}}
 // when an output was written.

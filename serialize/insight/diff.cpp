@@ -409,7 +409,7 @@ class Summarizer {
 
   void Config() {
     try {
-      Package pkg = PackageFromPte(pte_, ptds_);
+      PackageParts pkg = PackageFromPte(pte_, ptds_);
       InferredConfig inf = InferConfig(pte_, pkg, ptds_);
       out_.config = ConfigToJson(inf.config);
       out_.config["reproduces_file_exactly"] = inf.exact;

@@ -37,7 +37,7 @@ std::shared_ptr<fb::Table> LayoutFor(const fb::Table& t) {
 // several files, the last one, as the scans found it.
 using KeyIndex = std::unordered_map<std::string, std::pair<size_t, size_t>>;
 
-KeyIndex IndexKeys(const Package& pkg) {
+KeyIndex IndexKeys(const PackageParts& pkg) {
   KeyIndex index;
   for (size_t f = 0; f < pkg.external.size(); ++f) {
     for (size_t e = 0; e < pkg.external[f].entries.size(); ++e) index[pkg.external[f].entries[e].key] = {f, e};
@@ -47,7 +47,7 @@ KeyIndex IndexKeys(const Package& pkg) {
 
 // A new file's entries are reserved for `expected` tensors: growing by
 // doubling held up to twice them.
-size_t FileFor(Package& pkg, const std::string& tag, size_t expected) {
+size_t FileFor(PackageParts& pkg, const std::string& tag, size_t expected) {
   for (size_t f = 0; f < pkg.external.size(); ++f) {
     if (pkg.external[f].tag == tag) return f;
   }
@@ -58,7 +58,7 @@ size_t FileFor(Package& pkg, const std::string& tag, size_t expected) {
 
 // Adds `b` to `file` under a key ExternalKey chose: `found` is the entry the
 // key already has (in this file, the data must be the same), or null.
-void AddEntry(Package& pkg, KeyIndex& index, size_t file, NamedBlob b, const std::pair<size_t, size_t>* found) {
+void AddEntry(PackageParts& pkg, KeyIndex& index, size_t file, NamedBlob b, const std::pair<size_t, size_t>* found) {
   ExternalFile& f = pkg.external[file];
   if (found && found->first == file) {
     if (!f.entries[found->second].data.Equals(b.data)) {
@@ -91,7 +91,7 @@ bool SameLayout(const fb::Table& a, const fb::Table& b) {
 // another file, already use it; then `base_1`, `base_2`, ...
 // `*existing` is where the returned key already is (in `tag`'s file, of the
 // same layout), or null for a new key: one lookup serves AddEntry too.
-std::string ExternalKey(const Package& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
+std::string ExternalKey(const PackageParts& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
                         bool named, const fb::Table& layout, const std::pair<size_t, size_t>** existing) {
   *existing = nullptr;
   for (int n = 0;; ++n) {
@@ -147,7 +147,7 @@ bool HasSegmentInfo(const fb::Table& t) {
 // into ExternalFile entries, in program order, and renumbers what stays.
 class ExternalMover {
  public:
-  ExternalMover(Package& pkg, const BackendConfig& cfg)
+  ExternalMover(PackageParts& pkg, const BackendConfig& cfg)
       : pkg_(pkg),
         cfg_(cfg),
         cb_(Program{*pkg.program}.constant_buffer()),
@@ -290,7 +290,7 @@ class ExternalMover {
     if (!any_left) pkg_.mutable_data.reset();
   }
 
-  Package& pkg_;
+  PackageParts& pkg_;
   const BackendConfig& cfg_;
   fb::Value& cb_;  // Program.constant_buffer
   std::vector<bool> still_used_;
@@ -317,7 +317,7 @@ void DropStacktraces(fb::Table& p) {
 
 }  // namespace
 
-void ApplyPlacement(Package& pkg, const BackendConfig& cfg) {
+void ApplyPlacement(PackageParts& pkg, const BackendConfig& cfg) {
   fb::Table& p = *pkg.program;
   if (!cfg.emit_stacktrace) DropStacktraces(p);
   // External placement first: an external mutable weight is keyed by its

@@ -17,6 +17,6 @@ namespace ptepack {
 //   those tensors EXTERNAL and renumbers the remaining constants;
 // - moves mutable weights with an initial state likewise when
 //   external_mutable_weights is set.
-void ApplyPlacement(Package& pkg, const BackendConfig& config);
+void ApplyPlacement(PackageParts& pkg, const BackendConfig& config);
 
 }  // namespace ptepack

@@ -8,6 +8,7 @@
 // buffers); nothing here copies tensor data.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,11 +16,39 @@
 
 #include "config/backend_config.h"
 #include "program_views_generated.h"
-#include "ptepack/package.h"
+#include "ptepack/bytes.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/io/file_io.h"
 
 namespace ptepack {
+
+struct NamedBlob {
+  std::string key;
+  Bytes data;
+  uint64_t alignment = 1;
+  std::shared_ptr<fb::Table> tensor_layout;  // flat_tensor_flatbuffer.TensorLayout, optional
+  bool legacy_tensor = false;                // legacy layout: goes in the shared tensor segment
+};
+
+// One .ptd file to write: "<tag>.ptd" next to the .pte.
+struct ExternalFile {
+  std::string tag;
+  std::vector<NamedBlob> entries;
+  // Write the FlatTensor layout of before June 2025 (tensors list with a
+  // shared, tensor_alignment-padded segment), to reproduce such files.
+  bool legacy = false;
+  uint32_t legacy_tensor_alignment = 16;
+  bool legacy_named_data_field = true;  // files before March 2025 had no named_data
+};
+
+// What a ptepack::Package holds (include/ptepack/package.h; the library
+// reaches it through serialize/api/package_access.h).
+struct PackageParts {
+  std::shared_ptr<fb::Table> program;  // executorch_flatbuffer.Program
+  std::optional<std::vector<Bytes>> mutable_data;
+  std::vector<NamedBlob> named_data;   // blobs stored in the .pte
+  std::vector<ExternalFile> external;  // blobs stored in .ptd files
+};
 
 // Turns a legacy-layout ExternalFile into the current layout: each tensor
 // becomes a named blob of exactly its layout's size (legacy entries carry the

@@ -342,13 +342,13 @@ void RejectLaidOut(const prog::Program<>& p, const std::string& text, const std:
 
 }  // namespace
 
-Package PackageFromSpecJson(const std::string& text, const std::string& base, const std::string& file,
-                            const SpecFileResolver& files) {
+PackageParts PackageFromSpecJson(const std::string& text, const std::string& base, const std::string& file,
+                                 const SpecFileResolver& files) {
   const std::string name = file.empty() ? base : file;
   const SpecContext ctx{base, files};
   auto span = ScanSpec(text, name);  // checks the depth too
   std::unique_ptr<JsonDocument> doc;
-  Package pkg;
+  PackageParts pkg;
   if (auto fast = ParseSpecFast(text, name, span)) {
     doc = std::move(fast->doc);
     pkg.program = std::move(fast->program);
@@ -378,7 +378,7 @@ Package PackageFromSpecJson(const std::string& text, const std::string& base, co
   return pkg;
 }
 
-Package LoadSpec(const std::string& path) {
+PackageParts LoadSpec(const std::string& path) {
   const std::string text = ReadSmallFile(path);
   std::string base = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
   return PackageFromSpecJson(text, base, path);

@@ -1,4 +1,4 @@
-// JSON descriptions of programs: reading a `pack` spec into a Package and
+// JSON descriptions of programs: reading a `pack` spec into a PackageParts and
 // printing a program's flatbuffer as JSON.
 //
 // A spec is a JSON object:
@@ -27,12 +27,12 @@ namespace ptepack {
 // Errors ("bad-spec") name the field at fault and its byte offset in the
 // spec (serialize/io/json_reader.h); `file` names the spec in them (default
 // `base_dir`).
-Package LoadSpec(const std::string& path);
+PackageParts LoadSpec(const std::string& path);
 // How {"file": NAME} data are found: mapped from disk (NAME relative to
 // base_dir) by default; a resolver gives NAME's bytes instead, or nullopt
 // when there is no such file (an error located at the field).
 using SpecFileResolver = std::function<std::optional<Bytes>(const std::string& name)>;
-Package PackageFromSpecJson(const std::string& json_text, const std::string& base_dir, const std::string& file = "",
-                            const SpecFileResolver& files = nullptr);
+PackageParts PackageFromSpecJson(const std::string& json_text, const std::string& base_dir,
+                                 const std::string& file = "", const SpecFileResolver& files = nullptr);
 
 }  // namespace ptepack

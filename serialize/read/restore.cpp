@@ -140,7 +140,7 @@ void RestoreConstants(Program<>& p, const std::vector<Bytes>& seg) {
   sub.set_offsets({});
 }
 
-void RestoreMutableData(Program<>& p, const std::vector<Bytes>& seg, Package& pkg) {
+void RestoreMutableData(Program<>& p, const std::vector<Bytes>& seg, PackageParts& pkg) {
   auto& mds = p.mutable_data_segments();
   if (!mds.present() || mds.elems().empty()) return;
   if (mds.elems().size() > 1) throw Error("unsupported", "more than one mutable data segment");
@@ -149,7 +149,7 @@ void RestoreMutableData(Program<>& p, const std::vector<Bytes>& seg, Package& pk
   mds = fb::Value{};
 }
 
-void RestoreNamedData(Program<>& p, const std::vector<Bytes>& seg, Package& pkg) {
+void RestoreNamedData(Program<>& p, const std::vector<Bytes>& seg, PackageParts& pkg) {
   auto& nd = p.named_data();
   for (auto& e : nd.elems()) {
     const NamedData entry{*e.table()};
@@ -174,10 +174,10 @@ std::string TagOf(std::string stem) {
 
 // The reverse of LayoutPte, step by step (ExecuTorch's _deserialize_pte_binary
 // and restore of segment data).
-Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
+PackageParts PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
   pte.report().ThrowIfError();
   if (!pte.program()) throw Error("flatbuffer-invalid", pte.name() + ": no program to read");
-  Package pkg;
+  PackageParts pkg;
   Bytes fbytes = pte.flatbuffer();
   pkg.program = fb::Decode(S(), fbytes.data, fbytes.size, fbytes.owner);
   Program p{*pkg.program};

@@ -15,7 +15,7 @@ class PtdFile;
 
 // Restores a checked .pte (and its .ptd files) to package form. Throws if
 // the file has errors that make that impossible.
-Package PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds = {});
+PackageParts PackageFromPte(const PteFile& pte, const std::vector<const PtdFile*>& ptds = {});
 
 // The entries of a .ptd as an ExternalFile with the given tag.
 ExternalFile ExternalFromPtd(const PtdFile& ptd, const std::string& tag);

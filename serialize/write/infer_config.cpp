@@ -97,7 +97,7 @@ Range SegmentAlignmentRange(uint64_t start, uint64_t base, const std::vector<Seg
 
 // Constant tensor alignment from the constant segment: each tensor but the
 // last takes AlignUp(its size, a) bytes (the last one is not padded).
-Range ConstantSegmentRange(const PteFile& pte, const Package& pkg) {
+Range ConstantSegmentRange(const PteFile& pte, const PackageParts& pkg) {
   const auto* cs = pte.program()->constant_segment();
   if (!cs || !cs->offsets() || cs->offsets()->size() <= 2) return {};
   const auto& cb = Program{*pkg.program}.constant_buffer().elems();
@@ -238,8 +238,8 @@ std::optional<uint64_t> Explicit(uint64_t a) { return a == 16 ? std::nullopt : s
 // constant_tensor_alignment and delegate_alignment from the constant
 // segment, the padding of inline constants and inline delegate data, and the
 // header padding (which shows only the larger of the two).
-void InferTensorAndDelegateAlignment(const PteFile& pte, const Package& pkg, const FbObjects& objs, bool any_delegate,
-                                     InferredConfig& out) {
+void InferTensorAndDelegateAlignment(const PteFile& pte, const PackageParts& pkg, const FbObjects& objs,
+                                     bool any_delegate, InferredConfig& out) {
   bool inline_constants = false, da_shown = false;
   Range cta = ConstantSegmentRange(pte, pkg);
   cta.Meet(InlineVectorRange(objs, "Buffer.storage", &inline_constants));
@@ -364,7 +364,7 @@ uint64_t OwnAlignment(const std::vector<SegmentSpan>& segs, uint32_t si, uint64_
 }
 
 // Named data blobs of the .pte: the alignment their segment offsets need.
-void NamedBlobAlignments(const PteFile& pte, const Package& pkg, InferredConfig& out) {
+void NamedBlobAlignments(const PteFile& pte, const PackageParts& pkg, InferredConfig& out) {
   const auto* named = pte.program()->named_data();
   out.blobs.named.assign(pkg.named_data.size(), 0);
   for (size_t i = 0; named && i < pkg.named_data.size() && i < named->size(); ++i) {
@@ -375,7 +375,7 @@ void NamedBlobAlignments(const PteFile& pte, const Package& pkg, InferredConfig&
 
 // .ptd segment alignment (pkg.external[i] was read from ptds[i]), and the
 // alignment each of their blobs needs.
-void InferPtdAlignments(const std::vector<const PtdFile*>& ptds, const Package& pkg, InferredConfig& out) {
+void InferPtdAlignments(const std::vector<const PtdFile*>& ptds, const PackageParts& pkg, InferredConfig& out) {
   out.blobs.external.assign(pkg.external.size(), {});
   Range all;
   for (const PtdFile* ptd : ptds) {
@@ -403,8 +403,8 @@ void InferPtdAlignments(const std::vector<const PtdFile*>& ptds, const Package& 
 
 // The verification pass: the package laid out with the inferred config must
 // rewrite the flatbuffer byte for byte.
-void Verify(const PteFile& pte, const Package& pkg, InferredConfig& out) {
-  Package trial = pkg;
+void Verify(const PteFile& pte, const PackageParts& pkg, InferredConfig& out) {
+  PackageParts trial = pkg;
   out.ApplyBlobAlignments(trial);
   try {
     PteLayout l = LayoutPte(trial, out.config);
@@ -421,7 +421,7 @@ void Verify(const PteFile& pte, const Package& pkg, InferredConfig& out) {
 
 }  // namespace
 
-void InferredConfig::ApplyBlobAlignments(Package& pkg) const {
+void InferredConfig::ApplyBlobAlignments(PackageParts& pkg) const {
   for (size_t i = 0; i < blobs.named.size() && i < pkg.named_data.size(); ++i) {
     if (blobs.named[i]) pkg.named_data[i].alignment = blobs.named[i];
   }
@@ -441,7 +441,7 @@ const Ambiguity* InferredConfig::Find(const std::string& field) const {
 
 // Reads each setting from the file's evidence, then checks once that the
 // result reproduces the flatbuffer.
-InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds) {
+InferredConfig InferConfig(const PteFile& pte, const PackageParts& pkg, const std::vector<const PtdFile*>& ptds) {
   InferredConfig out;
   BackendConfig& c = out.config;
   const auto& program = *pte.program();

@@ -27,8 +27,8 @@ struct Ambiguity {
 };
 
 // The alignment each blob needs to land where it was (1: none beyond the
-// segment alignment). Indexes follow Package::named_data and
-// Package::external[f].entries.
+// segment alignment). Indexes follow PackageParts::named_data and
+// PackageParts::external[f].entries.
 struct BlobAlignments {
   std::vector<uint64_t> named;
   std::vector<std::vector<uint64_t>> external;
@@ -48,11 +48,11 @@ struct InferredConfig {
   std::string note;
   std::vector<Ambiguity> ambiguous;
   BlobAlignments blobs;
-  // Sets each blob's alignment in `pkg` (the Package the file was read into).
-  void ApplyBlobAlignments(Package& pkg) const;
+  // Sets each blob's alignment in `pkg` (the PackageParts the file was read into).
+  void ApplyBlobAlignments(PackageParts& pkg) const;
   const Ambiguity* Find(const std::string& field) const;
 };
-InferredConfig InferConfig(const PteFile& pte, const Package& pkg, const std::vector<const PtdFile*>& ptds = {});
+InferredConfig InferConfig(const PteFile& pte, const PackageParts& pkg, const std::vector<const PtdFile*>& ptds = {});
 
 // What a file shows of one setting: the one value inferred, or, where it cannot tell, every
 // value that writes the same bytes (the powers of two in [lo, hi], or `values`). Two files

@@ -115,7 +115,7 @@ uint64_t MutableDataIndex(const fb::Table& t, size_t n) {
   return idx < n ? idx : 0;
 }
 
-void DedupMutableData(Package& pkg) {
+void DedupMutableData(PackageParts& pkg) {
   if (!pkg.mutable_data || pkg.mutable_data->size() < 3) return;
   std::vector<Bytes>& md = *pkg.mutable_data;
   const size_t n = md.size();
@@ -291,7 +291,7 @@ struct PtePieces {
   }
 };
 
-PtePieces GatherPte(Program<>& p, const Package& pkg, const LayoutSettings& s) {
+PtePieces GatherPte(Program<>& p, const PackageParts& pkg, const LayoutSettings& s) {
   PtePieces out;
   out.in.segment_alignment = s.segment_alignment;
   out.in.tensor_alignment = s.tensor_alignment;
@@ -323,7 +323,7 @@ PtePieces GatherPte(Program<>& p, const Package& pkg, const LayoutSettings& s) {
 
 // Copies the plan's numbers into the program: constant and mutable
 // subsegments, delegate references, named data entries, Program.segments.
-void ApplySegmentsPlan(Program<>& p, const Package& pkg, const PteSegmentInputs& in, const PteSegmentsPlan& plan) {
+void ApplySegmentsPlan(Program<>& p, const PackageParts& pkg, const PteSegmentInputs& in, const PteSegmentsPlan& plan) {
   if (plan.constant_segment) {
     p.constant_segment() = SubsegmentsValue(*plan.constant_segment, plan.constant_offsets);
     p.constant_buffer() = fb::OffsetVector({}, reflection::Obj);
@@ -389,10 +389,10 @@ void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
 // The steps of ExecuTorch's serializer (_program.py serialize_pte_binary):
 // placement of external data; the pieces' sizes to layout/'s segment plan,
 // copied into the program; the flatbuffer; layout/'s header plan.
-PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
-  cfg.Validate();  // first, as before the Package&& overload
+PteLayout LayoutPte(const PackageParts& in, const BackendConfig& cfg) {
+  cfg.Validate();  // first, as before the PackageParts&& overload
   if (!in.program) throw Error("bad-program", "package has no program");
-  Package pkg = in;
+  PackageParts pkg = in;
   // Copy-on-write: the steps below own (fb::Own) only the tables they change.
   pkg.program = fb::ShallowClone(*in.program);
   return LayoutPte(std::move(pkg), cfg);
@@ -400,10 +400,10 @@ PteLayout LayoutPte(const Package& in, const BackendConfig& cfg) {
 
 // `pkg`'s tree is this call's alone: owning a table (fb::Own) changes it in
 // place instead of copying it, and the tree is freed once encoded.
-PteLayout LayoutPte(Package&& in, const BackendConfig& cfg) {
+PteLayout LayoutPte(PackageParts&& in, const BackendConfig& cfg) {
   cfg.Validate();
   if (!in.program) throw Error("bad-program", "package has no program");
-  Package pkg = std::move(in);
+  PackageParts pkg = std::move(in);
   ApplyPlacement(pkg, cfg);
   const LayoutSettings s = LayoutSettingsOf(cfg);
   DedupMutableData(pkg);
@@ -758,14 +758,14 @@ WriteResult WriteLayouts(PteLayout& l, const std::string& pte_path, const WriteO
 
 }  // namespace
 
-WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& cfg, const std::string& pte_path,
+WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& cfg, const std::string& pte_path,
                               const WriteOptions& o) {
   WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
   PteLayout l = LayoutPte(pkg, cfg);
   return WriteLayouts(l, pte_path, o);
 }
 
-WriteResult WritePackageFiles(Package&& pkg, const BackendConfig& cfg, const std::string& pte_path,
+WriteResult WritePackageFiles(PackageParts&& pkg, const BackendConfig& cfg, const std::string& pte_path,
                               const WriteOptions& o) {
   WritingScope writing;
   PteLayout l = LayoutPte(std::move(pkg), cfg);

@@ -1,4 +1,4 @@
-// Writing .pte and .ptd files from a Package and a BackendConfig.
+// Writing .pte and .ptd files from a PackageParts and a BackendConfig.
 //
 // Layout follows ExecuTorch's serializer step by step: constant segment
 // (tensors padded to constant_tensor_alignment), mutable data segment,
@@ -51,17 +51,17 @@ struct PtdLayout {
 
 // The plan (layout/file_plan.h) copied into the program and encoded; no I/O. Throws ptepack::Error on invalid programs
 // or configs.
-PteLayout LayoutPte(const Package& pkg, const BackendConfig& config);
+PteLayout LayoutPte(const PackageParts& pkg, const BackendConfig& config);
 // The same, consuming `pkg` (a tree no one else holds): its tables are
 // changed in place rather than copied, and freed once encoded.
-PteLayout LayoutPte(Package&& pkg, const BackendConfig& config);
+PteLayout LayoutPte(PackageParts&& pkg, const BackendConfig& config);
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
 
 // What ptepack::WritePackage (ptepack/writer.h, serialize/api/write_api.cpp) does.
-WriteResult WritePackageFiles(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
+WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& config, const std::string& pte_path,
                               const WriteOptions& options);
-// The same, consuming `pkg` (LayoutPte(Package&&)).
-WriteResult WritePackageFiles(Package&& pkg, const BackendConfig& config, const std::string& pte_path,
+// The same, consuming `pkg` (LayoutPte(PackageParts&&)).
+WriteResult WritePackageFiles(PackageParts&& pkg, const BackendConfig& config, const std::string& pte_path,
                               const WriteOptions& options);
 
 // Writes a layout to a file (atomic).

@@ -14,6 +14,7 @@
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
@@ -179,7 +180,7 @@ TEST(ClobberOracle, LoopWithoutExitStops) {
   m.Outputs({y});
   m.PlannedBufferSizes({0, 32});
   const std::string path = ScratchDir("clobber_loop") + "/loop.pte";
-  WriteFile(path, RenderPte(LayoutPte(b.Build(), BackendConfig{})));  // verify refuses a loop without exit
+  WriteFile(path, RenderPte(LayoutPte(PartsOf(b.Build()), BackendConfig{})));  // verify refuses a loop without exit
   OracleResult r = RunRuntimeOracleWith(OracleBuild::kOss, path, {}, {"--clobber", "--max-steps", "1000"});
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   const json view = ClobberView(r.out);

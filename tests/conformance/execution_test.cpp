@@ -13,6 +13,7 @@
 
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -193,7 +194,7 @@ TEST(Execution, SameOutputsBeforeAndAfterRepacking) {
       ptd_files.push_back(PtdFile::Open(p));
       ptds.push_back(ptd_files.back().get());
     }
-    Package pkg = PackageFromPte(*pte, ptds);
+    PackageParts pkg = PackageFromPte(*pte, ptds);
     const InferredConfig inf = InferConfig(*pte, pkg, ptds);
     inf.ApplyBlobAlignments(pkg);
     const BackendConfig base = inf.config;
@@ -202,7 +203,7 @@ TEST(Execution, SameOutputsBeforeAndAfterRepacking) {
       BackendConfig config = base;
       kForms[f].apply(config);
       const std::string dir = ScratchDir("execution_" + subject.name + "_" + std::to_string(f));
-      WriteResult wr = WritePackage(pkg, config, dir + "/" + subject.name + ".pte");
+      WriteResult wr = WritePackage(PackageOf(pkg), config, dir + "/" + subject.name + ".pte");
       std::vector<std::string> out_ptds;
       for (const auto& p : wr.ptds) out_ptds.push_back(p.path);
       for (OracleBuild b : {OracleBuild::kDeprecatedConstantBuffer, OracleBuild::kOss}) {

@@ -6,6 +6,7 @@
 
 #include "conformance/programs.h"
 #include "ptepack/program_builder.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/write/pte_writer.h"
 #include "test_util.h"
@@ -470,7 +471,7 @@ Package RuleProgram::Build(const PlanLocations& loc) const {
 }
 
 void WriteUnchecked(const Package& pkg, const std::string& path) {
-  WriteFile(path, RenderPte(LayoutPte(pkg, BackendConfig{})));
+  WriteFile(path, RenderPte(LayoutPte(PartsOf(pkg), BackendConfig{})));
 }
 
 std::vector<RuleProgram> PlanRulePrograms() {

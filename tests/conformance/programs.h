@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "serialize/model/program_parts.h"
+#include "ptepack/package.h"
 
 namespace ptepack::testing {
 

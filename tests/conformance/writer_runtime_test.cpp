@@ -31,6 +31,7 @@
 #include "conformance/oracle_runner.h"
 #include "conformance/programs.h"
 #include "ptepack/error.h"
+#include "serialize/api/package_access.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/ptd_reader.h"
 #include "serialize/read/pte_reader.h"
@@ -303,8 +304,8 @@ struct Written {
   bool inline_constants = false;
 };
 
-Written Write(const Subject& s, const Package& pkg, const BackendConfig& config, const std::string& dir) {
-  WriteResult wr = WritePackage(pkg, config, dir + "/" + s.name + ".pte");
+Written Write(const Subject& s, const PackageParts& pkg, const BackendConfig& config, const std::string& dir) {
+  WriteResult wr = WritePackage(PackageOf(pkg), config, dir + "/" + s.name + ".pte");
   Written w{wr.pte.path, {}, config.inline_constants};
   for (const auto& p : wr.ptds) w.ptds.push_back(p.path);
   return w;
@@ -439,7 +440,7 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
       ptd_files.push_back(PtdFile::Open(p));
       ptds.push_back(ptd_files.back().get());
     }
-    Package pkg = PackageFromPte(*pte, ptds);
+    PackageParts pkg = PackageFromPte(*pte, ptds);
     const InferredConfig inf = InferConfig(*pte, pkg, ptds);
     inf.ApplyBlobAlignments(pkg);
     const BackendConfig base = inf.config;
@@ -447,7 +448,7 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
     // References: the original as the deprecated-constant-buffer build sees it (it loads every
     // layout ExecuTorch ever wrote); for linear also the .ptd upgraded to the current layout.
     struct Reference {
-      Package pkg;
+      PackageParts pkg;
       OracleResult result;
       json ptd_keys;
       std::string label;
@@ -459,7 +460,7 @@ TEST(WriterConformance, EveryOutputLoadsExactlyWhenTheOriginalDoes) {
     }
     if (s.legacy_ptd) {
       ASSERT_FALSE(refs[0].result.loaded()) << "the legacy .ptd layout is expected to be refused";
-      Package upgraded = pkg;
+      PackageParts upgraded = pkg;
       for (auto& ef : upgraded.external) {
         if (ef.legacy) UpgradeLegacy(ef);
       }

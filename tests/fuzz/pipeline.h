@@ -98,7 +98,7 @@ inline std::string CheckExtractPack(const uint8_t* data, size_t size, const std:
   };
   std::vector<uint8_t> packed;
   try {
-    Package pkg =
+    PackageParts pkg =
         PackageFromSpecJson(text("spec.json"), "", "spec.json", [&](const std::string& name) -> std::optional<Bytes> {
           auto it = files.find(name);
           if (it == files.end()) return std::nullopt;
@@ -161,7 +161,7 @@ inline std::string CheckReplan(const PteFile& pte) {
     o.planner.exact_budget = 2000;
     std::vector<uint8_t> out;
     try {
-      Package pkg = PackageFromPte(pte);
+      PackageParts pkg = PackageFromPte(pte);
       InferredConfig inf = InferConfig(pte, pkg);
       inf.ApplyBlobAlignments(pkg);
       ReplanPackage(pte, pkg, o);
@@ -200,7 +200,7 @@ inline std::string CheckPteBytes(const uint8_t* data, size_t size, bool* accepte
 
   std::vector<uint8_t> out;
   try {
-    Package pkg = PackageFromPte(*pte);
+    PackageParts pkg = PackageFromPte(*pte);
     InferredConfig inf = InferConfig(*pte, pkg);
     inf.ApplyBlobAlignments(pkg);
     PteLayout layout = LayoutPte(pkg, inf.config);
