@@ -2,6 +2,8 @@
 // from serialize/api/describe_api.cpp so that `inspect` renders from them too).
 #include "serialize/read/program_info_read.h"
 
+#include "serialize/read/file_description.h"
+
 namespace ptepack {
 namespace {
 
@@ -128,11 +130,7 @@ MethodInfo MethodInfoOf(const efb::ExecutionPlan& plan, const PteFile& pte) {
   m.inputs = VecOf<int32_t>(plan.inputs());
   m.outputs = VecOf<int32_t>(plan.outputs());
   if (plan.operators()) {
-    for (const auto* op : *plan.operators()) {
-      std::string n = op->name() ? op->name()->str() : "";
-      if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-      m.operators.push_back(n);
-    }
+    for (const auto* op : *plan.operators()) m.operators.push_back(OperatorName(*op));
   }
   if (plan.delegates()) {
     for (const auto* d : *plan.delegates()) m.delegates.push_back(Delegate(*d, pte));

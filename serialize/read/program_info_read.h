@@ -13,8 +13,4 @@ namespace ptepack {
 // and memory plan, as the runtime would read them from `plan`.
 MethodInfo MethodInfoOf(const executorch_flatbuffer::ExecutionPlan& plan, const PteFile& pte);
 
-// The name `inspect` prints for a value's kind: the schema's KernelTypes name
-// ("" for kUnknown: the caller prints the raw tag's name).
-const char* ValueKindName(ValueKind kind);
-
 }  // namespace ptepack
