@@ -11,11 +11,6 @@ namespace {
 
 namespace efb = executorch_flatbuffer;
 
-template <typename T, typename V>
-std::vector<T> VecOf(const V* v) {
-  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>{};
-}
-
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : ""; }
 
 std::vector<SegmentInfo> Segments(const std::vector<SegmentSpan>& spans) {

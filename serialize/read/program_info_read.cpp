@@ -9,11 +9,6 @@ namespace {
 
 namespace efb = executorch_flatbuffer;
 
-template <typename T, typename V>
-std::vector<T> VecOf(const V* v) {
-  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>{};
-}
-
 // The runtime's rule (tensor_parser_exec_aten.cpp, getTensorDataPtr): an
 // external tensor without a plan is read from the .ptd; a planned one is a
 // slot (its initial state loaded from the .ptd or the mutable segment); a

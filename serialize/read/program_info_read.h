@@ -9,6 +9,12 @@
 
 namespace ptepack {
 
+// A flatbuffer vector's items (none when the vector is absent).
+template <typename T, typename V>
+std::vector<T> VecOf(const V* v) {
+  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>{};
+}
+
 // A method's values, inputs, outputs, operators, delegates, instruction count
 // and memory plan, as the runtime would read them from `plan`.
 MethodInfo MethodInfoOf(const executorch_flatbuffer::ExecutionPlan& plan, const PteFile& pte);
