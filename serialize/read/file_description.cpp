@@ -112,15 +112,9 @@ std::optional<StackTraceSampleInfo> StackTraceSample(const efb::ExecutionPlan& p
 DelegateDescription Delegate(const efb::BackendDelegate& dl, const DelegateInfo& info, const PteFile& pte) {
   DelegateDescription d{info, dl.processed() != nullptr, std::nullopt, std::nullopt, {}};
   if (d.has_processed) {
-    const auto* bdd = pte.program()->backend_delegate_data();
-    if (info.in_segment && info.index < pte.segments().size()) {
-      d.size = pte.segments()[info.index].size;
-      d.file_offset = pte.segments()[info.index].file_offset;
-    } else if (!info.in_segment && bdd && info.index < bdd->size()) {
-      const auto* data = bdd->Get(info.index)->data();
-      d.size = data ? data->size() : 0;
-      if (data) d.file_offset = static_cast<uint64_t>(data->data() - pte.file().data);
-    }
+    const DelegatePayload p = PayloadOf(info, pte);
+    d.size = p.size;
+    d.file_offset = p.file_offset;
   }
   if (dl.compile_specs()) {
     for (const auto* cs : *dl.compile_specs()) d.compile_specs.push_back({Str(cs->key()), VecOf<uint8_t>(cs->value())});

@@ -90,12 +90,7 @@ DelegateInfo Delegate(const efb::BackendDelegate& d, const PteFile& pte) {
   if (!pr) return info;
   info.in_segment = pr->location() == efb::DataLocation::SEGMENT;
   info.index = pr->index();
-  const auto* bdd = pte.program()->backend_delegate_data();
-  if (info.in_segment && info.index < pte.segments().size()) {
-    info.size = pte.segments()[info.index].size;
-  } else if (!info.in_segment && bdd && info.index < bdd->size() && bdd->Get(info.index)->data()) {
-    info.size = bdd->Get(info.index)->data()->size();
-  }
+  info.size = PayloadOf(info, pte).size.value_or(0);
   return info;
 }
 
@@ -115,6 +110,20 @@ std::vector<PlannedBufferInfo> MemoryPlan(const efb::ExecutionPlan& plan, const 
 }
 
 }  // namespace
+
+DelegatePayload PayloadOf(const DelegateInfo& info, const PteFile& pte) {
+  DelegatePayload p;
+  const auto* bdd = pte.program()->backend_delegate_data();
+  if (info.in_segment && info.index < pte.segments().size()) {
+    p.size = pte.segments()[info.index].size;
+    p.file_offset = pte.segments()[info.index].file_offset;
+  } else if (!info.in_segment && bdd && info.index < bdd->size()) {
+    const auto* data = bdd->Get(info.index)->data();
+    p.size = data ? data->size() : 0;
+    if (data) p.file_offset = static_cast<uint64_t>(data->data() - pte.file().data);
+  }
+  return p;
+}
 
 MethodInfo MethodInfoOf(const efb::ExecutionPlan& plan, const PteFile& pte) {
   MethodInfo m;
