@@ -42,8 +42,9 @@ void RegisterMap(CLI::App& app) {
     const bool html = o->out.size() >= 5 && o->out.compare(o->out.size() - 5, 5, ".html") == 0;
     const bool svg = o->out.size() >= 4 && o->out.compare(o->out.size() - 4, 4, ".svg") == 0;
     if (!html && !svg) throw Error("usage", "map: the output must end in .svg or .html (found " + o->out + ")");
-    ReadOptions ro;
-    ro.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
+    VerifyOptions vo;
+    vo.allow_legacy_ptd = o->allow_legacy_ptd;  // the verdict of verify
+    const ReadOptions ro = ReadOptionsFor(vo);  // the one path from options to a reader
     if (o->memory) {
       if (o->log) throw Error("usage", "map: --log is for the byte map, not --memory");
       if (IsPtdFile(o->file))

@@ -44,8 +44,8 @@ struct Input {
   Bytes head;  // the whole file, or its leading bytes
   uint64_t size = 0;
   bool whole() const { return head.size == size; }
-  bool IsPtd() const { return head.size >= 8 && std::memcmp(head.data + 4, kFlatTensorId, 4) == 0; }
-  bool IsBpte() const { return whole() && bpte::HasIdentifier(head.data, head.size); }
+  bool IsPtd() const { return KindOf(head) == FileKind::kPtd; }  // told by the identifier, as the library does
+  bool IsBpte() const { return whole() && KindOf(head) == FileKind::kBpte; }
 };
 
 // One document: a .pte with the .ptd files given with it, a .ptd alone, or a .bpte; read as

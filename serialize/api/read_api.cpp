@@ -10,6 +10,7 @@
 #include "serialize/insight/plan.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/describe.h"
+#include "serialize/read/file_description.h"
 #include "serialize/read/restore.h"
 #include "serialize/write/infer_config.h"
 
@@ -26,31 +27,28 @@ nlohmann::json LayoutJson(int scalar_type, std::vector<int64_t> sizes, std::vect
 // Adds to each external tensor of `d` its dtype, shape, dim order and bytes,
 // and those of its .ptd entry (when a given .ptd holds the key), so that a
 // script can compare them.
-void AddExternalLayouts(nlohmann::json& d, const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
-  const auto* p = pte.program();
-  if (!p || !p->execution_plan() || !d.contains("external_tensors")) return;
+void AddExternalLayouts(nlohmann::json& d, const FileDescription& fd) {
+  if (!fd.has_program || !d.contains("external_tensors")) return;
   for (auto& e : d["external_tensors"]) {
     const std::string method = e.value("method", "");
     const size_t vi = e.value("value", size_t{0});
-    for (const auto* plan : *p->execution_plan()) {
-      if (!plan->name() || plan->name()->str() != method || !plan->values() || vi >= plan->values()->size()) continue;
-      const auto* t = plan->values()->Get(static_cast<flatbuffers::uoffset_t>(vi))->val_as_Tensor();
+    for (const MethodDescription& m : fd.methods) {
+      if (!m.has_name || m.info.name != method || vi >= m.info.values.size()) continue;
+      const std::optional<TensorInfo>& t = m.info.values[vi].tensor;
       if (!t) continue;
-      std::vector<int64_t> sizes, dims;
-      if (t->sizes()) sizes.assign(t->sizes()->begin(), t->sizes()->end());
-      if (t->dim_order()) dims.assign(t->dim_order()->begin(), t->dim_order()->end());
-      nlohmann::json l = LayoutJson(static_cast<int>(t->scalar_type()), sizes, dims, TensorNbytes(*t));
+      nlohmann::json l = LayoutJson(static_cast<int>(t->dtype), std::vector<int64_t>(t->shape.begin(), t->shape.end()),
+                                    std::vector<int64_t>(t->dim_order.begin(), t->dim_order.end()), t->nbytes);
       for (auto it = l.begin(); it != l.end(); ++it) e[it.key()] = it.value();
       break;
     }
-    for (const PtdFile* ptd : ptds) {
-      for (const auto& pe : ptd->entries()) {
+    for (const PtdDescription& ptd : fd.ptds) {
+      for (const PtdEntryDescription& pe : ptd.entries) {
         if (pe.key != e.value("key", "")) continue;
         nlohmann::json pj = pe.has_layout
                                 ? LayoutJson(pe.scalar_type, std::vector<int64_t>(pe.sizes.begin(), pe.sizes.end()),
                                              std::vector<int64_t>(pe.dim_order.begin(), pe.dim_order.end()), pe.size)
                                 : nlohmann::json{{"bytes", pe.size}};
-        pj["file"] = ptd->name();
+        pj["file"] = ptd.file;
         e["ptd_entry"] = pj;
       }
     }
@@ -224,10 +222,14 @@ ValidInput LoadValidInput(const std::string& in, const std::vector<std::string>&
 }
 
 nlohmann::json InspectDocument(const LoadedFiles& l) {
-  nlohmann::json d = l.pte ? DescribePte(*l.pte, l.ptd_ptrs()) : DescribePtd(*l.lone_ptd);
-  if (l.pte) AddExternalLayouts(d, *l.pte, l.ptd_ptrs());
-  if (l.pte) AddInferredConfig(d, *l.pte, l.ptd_ptrs());
-  if (l.pte) AddMemoryPlan(d, *l.pte);
+  if (!l.pte) return DescribePtd(*l.lone_ptd);
+  // Read once into the description; the JSON is rendered from it alone. The
+  // inferred config and the memory plan are analyses of the file, added after.
+  const FileDescription fd = DescribeFile(*l.pte, l.ptd_ptrs());
+  nlohmann::json d = DescribePteJson(fd);
+  AddExternalLayouts(d, fd);
+  AddInferredConfig(d, *l.pte, l.ptd_ptrs());
+  AddMemoryPlan(d, *l.pte);
   return d;
 }
 

@@ -1,5 +1,6 @@
 #include "serialize/format/pte_format.h"
 
+#include "program_generated.h"
 #include "ptepack/error.h"
 
 namespace ptepack {
@@ -148,6 +149,14 @@ const char* ScalarTypeName(int t) {
     default:
       return "UNKNOWN";
   }
+}
+
+uint64_t AlignmentOf(uint64_t v) { return v == 0 ? (1ull << 63) : (v & (~v + 1)); }
+
+std::string OperatorName(const executorch_flatbuffer::Operator& op, const char* no_name) {
+  std::string n = op.name() ? op.name()->str() : no_name;
+  if (op.overload() && op.overload()->size()) n += "." + op.overload()->str();
+  return n;
 }
 
 }  // namespace ptepack

@@ -16,9 +16,14 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ptepack/scalar_type.h"
+
+namespace executorch_flatbuffer {
+struct Operator;
+}  // namespace executorch_flatbuffer
 
 namespace ptepack {
 
@@ -89,5 +94,13 @@ std::optional<uint64_t> TensorNbytes(ScalarType t, const void* sizes, size_t ran
 // complex and bits types), 0 otherwise: what a program we build may use.
 size_t ScalarTypeSize(int scalar_type);
 const char* ScalarTypeName(int scalar_type);
+
+// Largest power of two dividing v (v == 0 gives 2^63).
+uint64_t AlignmentOf(uint64_t v);
+
+// An operator's name as the runtime looks its kernel up: "name", or
+// "name.overload" when the overload is not empty (program.fbs, Operator).
+// `no_name` stands for a missing name.
+std::string OperatorName(const executorch_flatbuffer::Operator& op, const char* no_name = "");
 
 }  // namespace ptepack

@@ -263,11 +263,7 @@ class Summarizer {
     std::string name = plan.name() ? plan.name()->str() : "";
     MethodInfo& m = out_.methods[name];
     if (plan.operators()) {
-      for (const auto* op : *plan.operators()) {
-        std::string n = op->name() ? op->name()->str() : "";
-        if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-        m.ops.insert(n);
-      }
+      for (const auto* op : *plan.operators()) m.ops.insert(OperatorName(*op));
     }
     if (plan.chains()) {
       m.chains = plan.chains()->size();

@@ -141,9 +141,7 @@ class MethodGraph {
       const auto* ops = plan_.operators();
       if (ops && k->op_index() >= 0 && static_cast<uint32_t>(k->op_index()) < ops->size()) {
         const auto* op = ops->Get(static_cast<flatbuffers::uoffset_t>(k->op_index()));
-        std::string n = op->name() ? op->name()->str() : "?";
-        if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-        return n;
+        return OperatorName(*op, "?");
       }
       return "operator " + std::to_string(k->op_index()) + " (out of range)";
     }

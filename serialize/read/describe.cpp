@@ -7,13 +7,11 @@
 #include <set>
 #include <sstream>
 
-#include "serialize/read/program_info_read.h"
-#include "serialize/read/ptd_reader.h"
-#include "serialize/read/pte_reader.h"
+#include "serialize/io/report.h"
+#include "serialize/read/file_description.h"
 
 namespace ptepack {
 
-namespace efb = executorch_flatbuffer;
 using nlohmann::json;
 
 namespace {
@@ -29,41 +27,36 @@ json FindingJson(const Finding& f) {
   return j;
 }
 
-json ReportJson(const Report& r) {
+json FindingsArray(const std::vector<Finding>& findings) {
   json a = json::array();
-  for (const auto& f : r.findings()) a.push_back(FindingJson(f));
+  for (const auto& f : findings) a.push_back(FindingJson(f));
   return a;
 }
 
-const char* KernelTypeName(efb::KernelTypes t) { return efb::EnumNameKernelTypes(t); }
-
-// An input's or output's summary, from the typed description (a tag this
-// version does not know is named by the raw tag, as flatc names it).
-json ValueSummary(const efb::ExecutionPlan& plan, const MethodInfo& m, int32_t idx) {
+// An input's or output's summary (a tag this version does not know is named
+// by the raw tag, as flatc names it).
+json ValueSummary(const MethodDescription& m, int32_t idx) {
   json j{{"index", idx}};
-  if (idx < 0 || static_cast<size_t>(idx) >= m.values.size()) return j;
-  const ValueInfo& v = m.values[static_cast<size_t>(idx)];
-  j["kind"] = v.kind == ValueKind::kUnknown
-                  ? KernelTypeName(plan.values()->Get(static_cast<flatbuffers::uoffset_t>(idx))->val_type())
-                  : ValueKindName(v.kind);
+  if (idx < 0 || static_cast<size_t>(idx) >= m.info.values.size()) return j;
+  const ValueInfo& v = m.info.values[static_cast<size_t>(idx)];
+  j["kind"] = v.kind == ValueKind::kUnknown ? m.unknown_kind_names.at(v.index) : ValueKindName(v.kind);
   if (!v.tensor) return j;  // not a tensor, or a tag without a value (reported by the reader)
   j["dtype"] = ScalarTypeName(static_cast<int>(v.tensor->dtype));
   j["sizes"] = v.tensor->shape;
-  j["dynamism"] = efb::EnumNameTensorShapeDynamism(static_cast<efb::TensorShapeDynamism>(v.tensor->shape_dynamism));
+  j["dynamism"] = ShapeDynamismName(v.tensor->shape_dynamism);
   return j;
 }
 
 // Compile specs of a delegate: each key with its value's size, and the value
 // itself when it is small (as text when printable, else as hex).
-json CompileSpecsJson(const efb::BackendDelegate& d) {
+json CompileSpecsJson(const DelegateDescription& d) {
   constexpr size_t kSmallValue = 64;
   json list = json::array();
-  if (!d.compile_specs()) return list;
-  for (const auto* cs : *d.compile_specs()) {
-    const size_t n = cs->value() ? cs->value()->size() : 0;
-    json e{{"key", cs->key() ? cs->key()->str() : ""}, {"size", n}};
+  for (const auto& cs : d.compile_specs) {
+    const size_t n = cs.value.size();
+    json e{{"key", cs.key}, {"size", n}};
     if (n > 0 && n <= kSmallValue) {
-      const uint8_t* b = cs->value()->data();
+      const uint8_t* b = cs.value.data();
       if (std::all_of(b, b + n, [](uint8_t c) { return c >= 0x20 && c < 0x7f; })) {
         e["text"] = std::string(reinterpret_cast<const char*>(b), n);
       } else {
@@ -78,112 +71,54 @@ json CompileSpecsJson(const efb::BackendDelegate& d) {
   return list;
 }
 
-// A non-tensor value as JSON; nullopt for tensors and lists of tensors.
-std::optional<json> ScalarValue(const efb::EValue& v) {
-  using K = efb::KernelTypes;
-  auto items = [](const auto* vec) {
-    json a = json::array();
-    if (vec) {
-      for (auto x : *vec) a.push_back(x);
-    }
-    return a;
-  };
-  switch (v.val_type()) {
-    case K::Null:
-      return json(nullptr);
-    case K::Int:
-      return json(v.val_as_Int()->int_val());
-    case K::Bool:
-      return json(v.val_as_Bool()->bool_val());
-    case K::Double:
-      return json(v.val_as_Double()->double_val());
-    case K::String:
-      return json(v.val_as_String()->string_val() ? v.val_as_String()->string_val()->str() : "");
-    case K::IntList:
-      return items(v.val_as_IntList()->items());
-    case K::DoubleList:
-      return items(v.val_as_DoubleList()->items());
-    case K::BoolList:
-      return items(v.val_as_BoolList()->items());
+json ScalarJson(const ScalarValueInfo& s) {
+  switch (s.kind) {
+    case ValueKind::kInt:
+      return json(s.int_val);
+    case ValueKind::kBool:
+      return json(s.bool_val);
+    case ValueKind::kDouble:
+      return json(s.double_val);
+    case ValueKind::kString:
+      return json(s.string_val);
+    case ValueKind::kIntList:
+      return json(s.ints);
+    case ValueKind::kDoubleList:
+      return json(s.doubles);
+    case ValueKind::kBoolList:
+      return json(s.bools);
     default:
-      return std::nullopt;
+      return json(nullptr);
   }
 }
 
-// What a metadata method (such as get_max_seq_len: no inputs, no instructions,
-// constant outputs) returns; null for any other method.
-json ConstantReturns(const efb::ExecutionPlan& plan) {
-  if (!plan.values() || !plan.outputs() || plan.outputs()->size() == 0) return json();
-  if (plan.inputs() && plan.inputs()->size() > 0) return json();
-  if (plan.chains()) {
-    for (const auto* ch : *plan.chains()) {
-      if (ch->instructions() && ch->instructions()->size() > 0) return json();
-    }
+json StackTraceJson(const StackTraceSampleInfo& st) {
+  json fj = json::array();
+  for (const auto& f : st.frames) {
+    fj.push_back({{"filename", f.filename}, {"lineno", f.lineno}, {"name", f.name}, {"context", f.context}});
   }
-  json out = json::array();
-  for (int32_t i : *plan.outputs()) {
-    if (i < 0 || static_cast<size_t>(i) >= plan.values()->size()) return json();
-    const auto* v = plan.values()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    if (!v->val() && v->val_type() != efb::KernelTypes::Null) return json();
-    std::optional<json> x = ScalarValue(*v);
-    if (!x) return json();
-    out.push_back(*x);
-  }
-  return out;
-}
-
-// The first instruction that has a stack trace: its index and up to three
-// innermost frames.
-json StackTraceSample(const efb::ExecutionPlan& plan) {
-  if (!plan.chains()) return json();
-  for (uint32_t c = 0; c < plan.chains()->size(); ++c) {
-    const auto* st = plan.chains()->Get(c)->stacktrace();
-    if (!st) continue;
-    for (uint32_t i = 0; i < st->size(); ++i) {
-      const auto* frames = st->Get(i)->items();
-      if (!frames || frames->size() == 0) continue;
-      json fj = json::array();
-      for (uint32_t k = frames->size() > 3 ? frames->size() - 3 : 0; k < frames->size(); ++k) {
-        const auto* f = frames->Get(k);
-        fj.push_back({{"filename", f->filename() ? f->filename()->str() : ""},
-                      {"lineno", f->lineno()},
-                      {"name", f->name() ? f->name()->str() : ""},
-                      {"context", f->context() ? f->context()->str() : ""}});
-      }
-      return {{"chain", c}, {"instruction", i}, {"frames", fj}};
-    }
-  }
-  return json();
+  return {{"chain", st.chain}, {"instruction", st.instruction}, {"frames", fj}};
 }
 
 // Tensors with stored data (constants, external tensors, mutable state with
 // an initial value): value index, name, dtype, shape, bytes, where the data is.
-json StoredTensorsJson(const efb::Program& p, const efb::ExecutionPlan& plan) {
+json StoredTensorsJson(const MethodInfo& m, bool constant_segment) {
   json list = json::array();
-  if (!plan.values()) return list;
-  const bool segment =
-      p.constant_segment() && p.constant_segment()->offsets() && p.constant_segment()->offsets()->size() > 0;
-  for (uint32_t vi = 0; vi < plan.values()->size(); ++vi) {
-    const auto* t = plan.values()->Get(vi)->val_as_Tensor();
-    if (!t) continue;
-    const auto* eti = t->extra_tensor_info();
-    const bool external = eti && eti->location() == efb::TensorDataLocation::EXTERNAL;
-    if (!external && t->data_buffer_idx() == 0) continue;
-    json sizes = json::array();
-    if (t->sizes()) {
-      for (int32_t s : *t->sizes()) sizes.push_back(s);
-    }
-    auto nb = TensorNbytes(*t);
-    list.push_back({{"value", vi},
-                    {"name", eti && eti->fully_qualified_name() ? eti->fully_qualified_name()->str() : ""},
-                    {"dtype", ScalarTypeName(static_cast<int>(t->scalar_type()))},
-                    {"sizes", sizes},
-                    {"bytes", nb ? json(*nb) : json(nullptr)},
-                    {"location", external               ? "external"
-                                 : t->allocation_info() ? "mutable data"
-                                 : segment              ? "constant segment"
-                                                        : "constant_buffer"},
-                    {"buffer", t->data_buffer_idx()}});
+  for (const ValueInfo& v : m.values) {
+    if (!v.tensor) continue;
+    const TensorInfo& t = *v.tensor;
+    const bool external = t.location == TensorLocation::kExternal || t.external_initial_state;
+    if (!external && t.data_buffer == 0) continue;
+    list.push_back({{"value", v.index},
+                    {"name", t.key},
+                    {"dtype", ScalarTypeName(static_cast<int>(t.dtype))},
+                    {"sizes", t.shape},
+                    {"bytes", t.nbytes ? json(*t.nbytes) : json(nullptr)},
+                    {"location", external           ? "external"
+                                 : t.planned        ? "mutable data"
+                                 : constant_segment ? "constant segment"
+                                                    : "constant_buffer"},
+                    {"buffer", t.data_buffer}});
   }
   return list;
 }
@@ -221,22 +156,18 @@ namespace {
 // delegates) and read by Segments().
 class PteDescriber {
  public:
-  PteDescriber(const PteFile& pte, const std::vector<const PtdFile*>& ptds)
-      : pte_(pte), ptds_(ptds), nseg_(pte.segments().size()) {}
+  explicit PteDescriber(const FileDescription& fd) : fd_(fd), nseg_(fd.segments.size()) {}
 
   json Describe() {
     Header();
-    p_ = pte_.program();
-    if (!p_) return d_;
-    d_["version"] = p_->version();
+    if (!fd_.has_program) return d_;
+    d_["version"] = fd_.version;
     DataRoles();
-    for (const PtdFile* ptd : ptds_) {
-      for (const auto& e : ptd->entries()) ptd_keys_.insert(e.key);
+    for (const auto& ptd : fd_.ptds) {
+      for (const auto& e : ptd.entries) ptd_keys_.insert(e.key);
     }
     json methods = json::array();
-    if (p_->execution_plan()) {
-      for (const auto* plan : *p_->execution_plan()) methods.push_back(Method(*plan));
-    }
+    for (const auto& m : fd_.methods) methods.push_back(Method(m));
     d_["methods"] = methods;
     Segments();
     Constants();
@@ -244,24 +175,22 @@ class PteDescriber {
     NamedData();
     d_["external_tensors"] = external_;
     json pj = json::array();
-    for (const PtdFile* ptd : ptds_) pj.push_back(DescribePtd(*ptd));
+    for (const auto& ptd : fd_.ptds) pj.push_back(PtdJson(ptd));
     d_["ptd_files"] = pj;
     return d_;
   }
 
  private:
   void Header() {
-    d_["file"] = pte_.name();
+    d_["file"] = fd_.file;
     d_["format"] = "pte";
-    d_["size"] = pte_.file_size();
-    d_["valid"] = pte_.ok();
-    d_["findings"] = ReportJson(pte_.report());
+    d_["size"] = fd_.size;
+    d_["valid"] = fd_.valid;
+    d_["findings"] = FindingsArray(fd_.findings);
     json hdr;
-    if (pte_.file().size >= 8) {
-      hdr["file_identifier"] = std::string(reinterpret_cast<const char*>(pte_.file().data + 4), 4);
-    }
-    if (pte_.header()) {
-      const auto& h = *pte_.header();
+    if (fd_.file_identifier) hdr["file_identifier"] = *fd_.file_identifier;
+    if (fd_.extended_header) {
+      const auto& h = *fd_.extended_header;
       hdr["extended_header"] = {{"magic", "eh00"},
                                 {"length", h.length},
                                 {"program_size", h.program_size},
@@ -270,108 +199,85 @@ class PteDescriber {
     } else {
       hdr["extended_header"] = nullptr;
     }
-    hdr["program_size"] = pte_.program_size();
-    hdr["header_size"] = pte_.header_size();
-    hdr["flatbuffer_size"] = pte_.flatbuffer_size();
-    hdr["segment_base_offset"] = pte_.segment_base_offset();
+    hdr["program_size"] = fd_.program_size;
+    hdr["header_size"] = fd_.header_size;
+    hdr["flatbuffer_size"] = fd_.flatbuffer_size;
+    hdr["segment_base_offset"] = fd_.segment_base_offset;
     d_["header"] = hdr;
   }
 
   // Roles of the segments holding constants, mutable data and named data.
   void DataRoles() {
-    const auto* cseg = p_->constant_segment();
-    if (cseg && cseg->offsets() && cseg->offsets()->size() > 0) role_[cseg->segment_index()] = "constants";
-    if (p_->mutable_data_segments()) {
-      for (const auto* m : *p_->mutable_data_segments()) role_[m->segment_index()] = "mutable data";
-    }
-    if (!p_->named_data()) return;
-    for (const auto* nd : *p_->named_data()) {
-      if (!nd->key()) continue;
+    if (!fd_.constant_offsets.empty()) role_[fd_.constant_segment] = "constants";
+    for (uint32_t s : fd_.mutable_data_segments) role_[s] = "mutable data";
+    for (const auto& nd : fd_.named_data) {
+      if (!nd.has_key) continue;
       // One segment can hold the data of several keys: name them all.
-      auto& r = role_[nd->segment_index()];
+      auto& r = role_[nd.segment];
       const bool more = r.rfind("named data ", 0) == 0;
-      r = (more ? r + ", \"" : "named data \"") + nd->key()->str() + "\"";
+      r = (more ? r + ", \"" : "named data \"") + nd.key + "\"";
     }
   }
 
-  json Method(const efb::ExecutionPlan& plan) {
-    const MethodInfo info = MethodInfoOf(plan, pte_);
+  json Method(const MethodDescription& md) {
+    const MethodInfo& info = md.info;
     json m;
-    const std::string& name = info.name;
-    m["name"] = name;
+    m["name"] = info.name;
     json ins = json::array(), outs = json::array();
-    for (int32_t i : info.inputs) ins.push_back(ValueSummary(plan, info, i));
-    for (int32_t i : info.outputs) outs.push_back(ValueSummary(plan, info, i));
+    for (int32_t i : info.inputs) ins.push_back(ValueSummary(md, i));
+    for (int32_t i : info.outputs) outs.push_back(ValueSummary(md, i));
     m["inputs"] = ins;
     m["outputs"] = outs;
     m["num_values"] = info.values.size();
-    bool has_stack = false;
-    if (plan.chains()) {
-      for (const auto* ch : *plan.chains()) has_stack = has_stack || ch->stacktrace();
-    }
-    m["num_chains"] = plan.chains() ? plan.chains()->size() : 0;
+    m["num_chains"] = md.num_chains;
     m["num_instructions"] = info.num_instructions;
-    m["stacktraces"] = has_stack;
+    m["stacktraces"] = md.stacktraces;
     m["operators"] = info.operators;
     json dels = json::array();
-    if (plan.delegates()) {
-      for (const auto* dl : *plan.delegates()) dels.push_back(Delegate(*dl));
-    }
+    for (const auto& dl : md.delegates) dels.push_back(Delegate(dl));
     m["delegates"] = dels;
-    json ncbs = json::array();
-    if (plan.non_const_buffer_sizes()) {
-      for (int64_t s : *plan.non_const_buffer_sizes()) ncbs.push_back(s);
+    m["non_const_buffer_sizes"] = md.non_const_buffer_sizes;
+    CountTensors(info);
+    m["mutable_buffer_names"] = md.mutable_buffer_names;
+    m["stored_tensors"] = StoredTensorsJson(info, !fd_.constant_offsets.empty());
+    if (md.returns) {
+      json r = json::array();
+      for (const auto& v : *md.returns) r.push_back(ScalarJson(v));
+      m["returns"] = r;
     }
-    m["non_const_buffer_sizes"] = ncbs;
-    m["mutable_buffer_names"] = TensorValues(plan, info);
-    m["stored_tensors"] = StoredTensorsJson(*p_, plan);
-    if (json r = ConstantReturns(plan); !r.is_null()) m["returns"] = r;
-    if (json st = StackTraceSample(plan); !st.is_null()) m["stacktrace_sample"] = st;
+    if (md.stacktrace_sample) m["stacktrace_sample"] = StackTraceJson(*md.stacktrace_sample);
     return m;
   }
 
-  json Delegate(const efb::BackendDelegate& dl) {
+  json Delegate(const DelegateDescription& dl) {
     json dj;
-    dj["backend_id"] = dl.id() ? dl.id()->str() : "";
-    if (const auto* pr = dl.processed()) {
-      const bool seg = pr->location() == efb::DataLocation::SEGMENT;
-      dj["location"] = seg ? "segment" : "inline";
-      dj["index"] = pr->index();
-      if (seg && pr->index() < nseg_) {
-        const auto& s = pte_.segments()[pr->index()];
-        dj["file_offset"] = s.file_offset;
-        dj["size"] = s.size;
-        auto& r = role_[pr->index()];
-        if (r.empty()) r = "delegate " + dj["backend_id"].get<std::string>();
-      } else if (!seg && p_->backend_delegate_data() && pr->index() < p_->backend_delegate_data()->size()) {
-        const auto* data = p_->backend_delegate_data()->Get(pr->index())->data();
-        dj["size"] = data ? data->size() : 0;
-        if (data) dj["file_offset"] = static_cast<uint64_t>(data->data() - pte_.file().data);
+    dj["backend_id"] = dl.info.backend_id;
+    if (dl.has_processed) {
+      dj["location"] = dl.info.in_segment ? "segment" : "inline";
+      dj["index"] = dl.info.index;
+      if (dl.file_offset) dj["file_offset"] = *dl.file_offset;
+      if (dl.size) dj["size"] = *dl.size;
+      if (dl.info.in_segment && dl.info.index < nseg_) {
+        auto& r = role_[dl.info.index];
+        if (r.empty()) r = "delegate " + dl.info.backend_id;
       }
     }
-    dj["compile_specs"] = dl.compile_specs() ? dl.compile_specs()->size() : 0;
+    dj["compile_specs"] = dl.info.compile_specs;
     dj["compile_spec_values"] = CompileSpecsJson(dl);
     return dj;
   }
 
   // Walks the method's tensors (typed, as the runtime places them): external
-  // ones go to external_tensors, constants are counted per buffer; returns the
-  // mutable buffers' names (read from the flatbuffer: a name present but empty
-  // is printed, and the typed key cannot tell it from no name).
-  json TensorValues(const efb::ExecutionPlan& plan, const MethodInfo& info) {
-    json mut_names = json::array();
+  // ones go to external_tensors, constants are counted per buffer.
+  void CountTensors(const MethodInfo& info) {
     for (const ValueInfo& v : info.values) {
       if (!v.tensor) continue;
       const TensorInfo& t = *v.tensor;
       if (t.location == TensorLocation::kExternal || t.external_initial_state) {
         json e{{"key", t.key}, {"method", info.name}, {"value", v.index}, {"mutable", t.planned.has_value()}};
-        if (!ptds_.empty()) e["found"] = ptd_keys_.count(t.key) > 0;
+        if (!fd_.ptds.empty()) e["found"] = ptd_keys_.count(t.key) > 0;
         external_.push_back(e);
         continue;
-      }
-      if (t.planned) {
-        const auto* eti = plan.values()->Get(v.index)->val_as_Tensor()->extra_tensor_info();
-        if (eti && eti->fully_qualified_name()) mut_names.push_back(eti->fully_qualified_name()->str());
       }
       if (t.location == TensorLocation::kConstant) {
         auto& br = buffer_refs_[t.data_buffer];
@@ -379,13 +285,12 @@ class PteDescriber {
         br.second++;
       }
     }
-    return mut_names;
   }
 
   void Segments() {
     json segs = json::array();
     for (size_t i = 0; i < nseg_; ++i) {
-      const auto& s = pte_.segments()[i];
+      const auto& s = fd_.segments[i];
       segs.push_back({{"index", i},
                       {"offset", s.offset},
                       {"file_offset", s.file_offset},
@@ -400,9 +305,8 @@ class PteDescriber {
 
   void Constants() {
     json c;
-    const auto* cseg = p_->constant_segment();
-    const size_t noff = cseg && cseg->offsets() ? cseg->offsets()->size() : 0;
-    const size_t ncb = p_->constant_buffer() ? p_->constant_buffer()->size() : 0;
+    const size_t noff = fd_.constant_offsets.size();
+    const size_t ncb = fd_.constant_buffers;
     c["storage"] = noff > 0 ? "segment" : (ncb > 0 ? "inline (legacy constant_buffer)" : "none");
     c["count"] = noff > 0 ? noff : ncb;
     json bufs = json::array();
@@ -411,10 +315,10 @@ class PteDescriber {
     for (const auto& [idx, ref] : buffer_refs_) {
       json b{{"index", idx}, {"nbytes", ref.first}, {"tensors", ref.second}};
       if (noff > 0 && idx < noff) {
-        uint64_t o = cseg->offsets()->Get(idx);
+        uint64_t o = fd_.constant_offsets[idx];
         b["offset"] = o;
-        if (cseg->segment_index() < nseg_) {
-          uint64_t fo = pte_.segments()[cseg->segment_index()].file_offset + o;
+        if (fd_.constant_segment < nseg_) {
+          uint64_t fo = fd_.segments[fd_.constant_segment].file_offset + o;
           b["file_offset"] = fo;
           b["alignment"] = AlignmentOf(fo);
         }
@@ -426,7 +330,7 @@ class PteDescriber {
       }
       bufs.push_back(b);
     }
-    if (noff > 0 && cseg->segment_index() < nseg_) c["segment_index"] = cseg->segment_index();
+    if (noff > 0 && fd_.constant_segment < nseg_) c["segment_index"] = fd_.constant_segment;
     c["bytes"] = total;
     c["buffers"] = bufs;
     c["shared_buffers"] = shared;
@@ -439,38 +343,30 @@ class PteDescriber {
   // would have cost.
   uint64_t DelegateDedupSaved() const {
     std::map<uint32_t, int> seg_users;
-    if (p_->execution_plan()) {
-      for (const auto* plan : *p_->execution_plan()) {
-        if (!plan->delegates()) continue;
-        for (const auto* dl : *plan->delegates()) {
-          if (dl->processed() && dl->processed()->location() == efb::DataLocation::SEGMENT)
-            seg_users[dl->processed()->index()]++;
-        }
+    for (const auto& m : fd_.methods) {
+      for (const auto& dl : m.delegates) {
+        if (dl.has_processed && dl.info.in_segment) seg_users[dl.info.index]++;
       }
     }
     uint64_t saved = 0;
     for (const auto& [si, n] : seg_users) {
-      if (n > 1 && si < nseg_) saved += pte_.segments()[si].size * static_cast<uint64_t>(n - 1);
+      if (n > 1 && si < nseg_) saved += fd_.segments[si].size * static_cast<uint64_t>(n - 1);
     }
     return saved;
   }
 
   void NamedData() {
     json nd = json::array();
-    if (p_->named_data()) {
-      for (const auto* e : *p_->named_data()) {
-        json j{{"key", e->key() ? e->key()->str() : ""}, {"segment", e->segment_index()}};
-        if (e->segment_index() < nseg_) j["size"] = pte_.segments()[e->segment_index()].size;
-        nd.push_back(j);
-      }
+    for (const auto& e : fd_.named_data) {
+      json j{{"key", e.key}, {"segment", e.segment}};
+      if (e.size) j["size"] = *e.size;
+      nd.push_back(j);
     }
     d_["named_data"] = nd;
   }
 
-  const PteFile& pte_;
-  const std::vector<const PtdFile*>& ptds_;
+  const FileDescription& fd_;
   const size_t nseg_;
-  const efb::Program* p_ = nullptr;
   json d_;
   std::map<size_t, std::string> role_;
   std::map<uint32_t, std::pair<uint64_t, int>> buffer_refs_;  // idx -> (nbytes, refs)
@@ -481,30 +377,32 @@ class PteDescriber {
 }  // namespace
 
 json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds) {
-  return PteDescriber(pte, ptds).Describe();
+  return DescribePteJson(DescribeFile(pte, ptds));
 }
+
+json DescribePteJson(const FileDescription& d) { return PteDescriber(d).Describe(); }
 
 namespace {
 
-// DescribePtd without "segments" and "entries" (the parts that grow with the file).
-json PtdHead(const PtdFile& ptd) {
+// A .ptd's description without "segments" and "entries" (the parts that grow with the file).
+json PtdHeadJson(const PtdDescription& ptd) {
   json d;
-  d["file"] = ptd.name();
+  d["file"] = ptd.file;
   d["format"] = "ptd";
-  d["size"] = ptd.file_size();
-  d["valid"] = ptd.ok();
-  d["findings"] = ReportJson(ptd.report());
-  const auto& h = ptd.header();
+  d["size"] = ptd.size;
+  d["valid"] = ptd.valid;
+  d["findings"] = FindingsArray(ptd.findings);
+  const auto& h = ptd.header;
   d["header"] = {{"flatbuffer_offset", h.flatbuffer_offset},
                  {"flatbuffer_size", h.flatbuffer_size},
                  {"segment_base_offset", h.segment_base_offset},
                  {"segment_data_size", h.segment_data_size}};
-  d["layout"] = ptd.legacy() ? "legacy (before 2025-06)" : "current";
+  d["layout"] = ptd.legacy ? "legacy (before 2025-06)" : "current";
   return d;
 }
 
-json PtdSegmentJson(const PtdFile& ptd, size_t i) {
-  const auto& s = ptd.segments()[i];
+json PtdSegmentJson(const PtdDescription& ptd, size_t i) {
+  const auto& s = ptd.segments[i];
   return {{"index", i},
           {"offset", s.offset},
           {"file_offset", s.file_offset},
@@ -512,11 +410,11 @@ json PtdSegmentJson(const PtdFile& ptd, size_t i) {
           {"alignment", AlignmentOf(s.file_offset)}};
 }
 
-json PtdEntryJson(const PtdEntry& e) {
-  json j{{"key", e.key.str()}, {"segment", e.segment_index}, {"offset", e.offset}, {"size", e.size}};
+json PtdEntryJson(const PtdEntryDescription& e) {
+  json j{{"key", e.key}, {"segment", e.segment}, {"offset", e.offset}, {"size", e.size}};
   if (e.has_layout) {
     j["dtype"] = ScalarTypeName(e.scalar_type);
-    j["sizes"] = e.sizes.vec();
+    j["sizes"] = e.sizes;
   }
   return j;
 }
@@ -541,32 +439,35 @@ void WriteArray(std::ostream& out, const char* name, size_t n, const std::functi
 
 }  // namespace
 
-json DescribePtd(const PtdFile& ptd) {
-  json d = PtdHead(ptd);
+json PtdJson(const PtdDescription& ptd) {
+  json d = PtdHeadJson(ptd);
   json segs = json::array();
-  for (size_t i = 0; i < ptd.segments().size(); ++i) segs.push_back(PtdSegmentJson(ptd, i));
+  for (size_t i = 0; i < ptd.segments.size(); ++i) segs.push_back(PtdSegmentJson(ptd, i));
   d["segments"] = segs;
   json entries = json::array();
-  for (const auto& e : ptd.entries()) entries.push_back(PtdEntryJson(e));
+  for (const auto& e : ptd.entries) entries.push_back(PtdEntryJson(e));
   d["entries"] = entries;
   return d;
 }
 
+json DescribePtd(const PtdFile& ptd) { return PtdJson(DescribePtdFile(ptd)); }
+
 void WritePtdJson(const PtdFile& ptd, std::ostream& out) {
   // Keys print in sorted order: entries, file ... layout, segments, size, valid.
-  json head = PtdHead(ptd);
-  head["entries"] = 0;
-  head["segments"] = 0;
-  const std::string text = Dump2(head);
+  const PtdDescription head = DescribePtdHead(ptd);
+  json hj = PtdHeadJson(head);
+  hj["entries"] = 0;
+  hj["segments"] = 0;
+  const std::string text = Dump2(hj);
   const std::string first = "{\n  \"entries\": 0,\n", mid = "\n  \"segments\": 0,\n";
   const size_t seg = text.find(mid);
   if (text.compare(0, first.size(), first) != 0 || seg == std::string::npos) {
     throw std::logic_error("WritePtdJson: unexpected key order");
   }
   out << "{\n";
-  WriteArray(out, "entries", ptd.entries().size(), [&](size_t i) { return PtdEntryJson(ptd.entries()[i]); });
+  WriteArray(out, "entries", PtdEntryCount(ptd), [&](size_t i) { return PtdEntryJson(DescribePtdEntry(ptd, i)); });
   out << ",\n" << text.substr(first.size(), seg + 1 - first.size());
-  WriteArray(out, "segments", ptd.segments().size(), [&](size_t i) { return PtdSegmentJson(ptd, i); });
+  WriteArray(out, "segments", head.segments.size(), [&](size_t i) { return PtdSegmentJson(head, i); });
   out << ",\n" << text.substr(seg + mid.size()) << "\n";
 }
 
@@ -884,13 +785,15 @@ std::string RenderPtdText(const json& d) {
 }
 
 void WritePtdText(const PtdFile& ptd, const std::function<void(const std::string&)>& emit) {
+  const PtdDescription head = DescribePtdHead(ptd);
   std::ostringstream o;
-  RenderPtdHeadText(o, PtdHead(ptd));
-  o << "segments (" << ptd.segments().size() << "):\n";
+  RenderPtdHeadText(o, PtdHeadJson(head));
+  o << "segments (" << head.segments.size() << "):\n";
   emit(o.str());
-  for (size_t i = 0; i < ptd.segments().size(); ++i) emit(SegmentLine(PtdSegmentJson(ptd, i)));
-  emit("entries (" + std::to_string(ptd.entries().size()) + "):\n");
-  for (const auto& e : ptd.entries()) emit(EntryLine(PtdEntryJson(e)));
+  for (size_t i = 0; i < head.segments.size(); ++i) emit(SegmentLine(PtdSegmentJson(head, i)));
+  const size_t n = PtdEntryCount(ptd);
+  emit("entries (" + std::to_string(n) + "):\n");
+  for (size_t i = 0; i < n; ++i) emit(EntryLine(PtdEntryJson(DescribePtdEntry(ptd, i))));
 }
 
 }  // namespace ptepack

@@ -11,8 +11,14 @@ namespace ptepack {
 
 class PteFile;
 class PtdFile;
+struct FileDescription;
+struct PtdDescription;
 
-// Everything `ptepack inspect --json` prints for a program (and its .ptd files).
+// Everything `ptepack inspect --json` prints for a program (and its .ptd files),
+// rendered from its description (serialize/read/file_description.h) alone.
+nlohmann::json DescribePteJson(const FileDescription& d);
+nlohmann::json PtdJson(const PtdDescription& d);
+// The same, read from the files (DescribeFile, DescribePtdFile) first.
 nlohmann::json DescribePte(const PteFile& pte, const std::vector<const PtdFile*>& ptds);
 nlohmann::json DescribePtd(const PtdFile& ptd);
 nlohmann::json FindingsJson(const std::vector<const class Report*>& reports);

@@ -513,9 +513,7 @@ void MethodDeriver::AddKernelCall(uint32_t i, const efb::KernelCall& k) {
   std::string op;
   const auto* ops = plan_->operators();
   if (ValidIndex(ops, k.op_index())) {
-    const auto* o = ops->Get(static_cast<flatbuffers::uoffset_t>(k.op_index()));
-    if (o->name()) op = o->name()->str();
-    if (o->overload() && o->overload()->size()) op += "." + o->overload()->str();
+    op = OperatorName(*ops->Get(static_cast<flatbuffers::uoffset_t>(k.op_index())));
   }
   const uint32_t n = args->size();
   for (int32_t a : *args) {
@@ -2209,10 +2207,7 @@ std::string InstructionLabel(const efb::Program& program, const MethodLifetimes&
           const auto* k = ins->instr_args_as_KernelCall();
           const auto* ops = plan->operators();
           if (!k || !ValidIndex(ops, k->op_index())) return "KernelCall";
-          const auto* op = ops->Get(static_cast<flatbuffers::uoffset_t>(k->op_index()));
-          std::string s = op->name() ? op->name()->str() : "?";
-          if (op->overload() && op->overload()->size()) s += "." + op->overload()->str();
-          return s;
+          return OperatorName(*ops->Get(static_cast<flatbuffers::uoffset_t>(k->op_index())), "?");
         }
         case efb::InstructionArguments::DelegateCall: {
           const auto* d = ins->instr_args_as_DelegateCall();

@@ -2,15 +2,12 @@
 // from serialize/api/describe_api.cpp so that `inspect` renders from them too).
 #include "serialize/read/program_info_read.h"
 
+#include "serialize/read/file_description.h"
+
 namespace ptepack {
 namespace {
 
 namespace efb = executorch_flatbuffer;
-
-template <typename T, typename V>
-std::vector<T> VecOf(const V* v) {
-  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>{};
-}
 
 // The runtime's rule (tensor_parser_exec_aten.cpp, getTensorDataPtr): an
 // external tensor without a plan is read from the .ptd; a planned one is a
@@ -93,12 +90,7 @@ DelegateInfo Delegate(const efb::BackendDelegate& d, const PteFile& pte) {
   if (!pr) return info;
   info.in_segment = pr->location() == efb::DataLocation::SEGMENT;
   info.index = pr->index();
-  const auto* bdd = pte.program()->backend_delegate_data();
-  if (info.in_segment && info.index < pte.segments().size()) {
-    info.size = pte.segments()[info.index].size;
-  } else if (!info.in_segment && bdd && info.index < bdd->size() && bdd->Get(info.index)->data()) {
-    info.size = bdd->Get(info.index)->data()->size();
-  }
+  info.size = PayloadOf(info, pte).size.value_or(0);
   return info;
 }
 
@@ -119,6 +111,20 @@ std::vector<PlannedBufferInfo> MemoryPlan(const efb::ExecutionPlan& plan, const 
 
 }  // namespace
 
+DelegatePayload PayloadOf(const DelegateInfo& info, const PteFile& pte) {
+  DelegatePayload p;
+  const auto* bdd = pte.program()->backend_delegate_data();
+  if (info.in_segment && info.index < pte.segments().size()) {
+    p.size = pte.segments()[info.index].size;
+    p.file_offset = pte.segments()[info.index].file_offset;
+  } else if (!info.in_segment && bdd && info.index < bdd->size()) {
+    const auto* data = bdd->Get(info.index)->data();
+    p.size = data ? data->size() : 0;
+    if (data) p.file_offset = static_cast<uint64_t>(data->data() - pte.file().data);
+  }
+  return p;
+}
+
 MethodInfo MethodInfoOf(const efb::ExecutionPlan& plan, const PteFile& pte) {
   MethodInfo m;
   m.name = plan.name() ? plan.name()->str() : "";
@@ -128,11 +134,7 @@ MethodInfo MethodInfoOf(const efb::ExecutionPlan& plan, const PteFile& pte) {
   m.inputs = VecOf<int32_t>(plan.inputs());
   m.outputs = VecOf<int32_t>(plan.outputs());
   if (plan.operators()) {
-    for (const auto* op : *plan.operators()) {
-      std::string n = op->name() ? op->name()->str() : "";
-      if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
-      m.operators.push_back(n);
-    }
+    for (const auto* op : *plan.operators()) m.operators.push_back(OperatorName(*op));
   }
   if (plan.delegates()) {
     for (const auto* d : *plan.delegates()) m.delegates.push_back(Delegate(*d, pte));

@@ -15,8 +15,6 @@ namespace ptepack {
 
 namespace efb = executorch_flatbuffer;
 
-uint64_t AlignmentOf(uint64_t v) { return v == 0 ? (1ull << 63) : (v & (~v + 1)); }
-
 bool IsValidUtf8(const char* s, size_t n) {
   const auto* p = reinterpret_cast<const unsigned char*>(s);
   size_t i = 0;

@@ -79,7 +79,4 @@ inline constexpr size_t kRuntimeOperatorNameLimit = 100;  // "name.overload" + N
 // True if s is valid UTF-8.
 bool IsValidUtf8(const char* s, size_t n);
 
-// Largest power of two dividing v (v == 0 gives 2^63).
-uint64_t AlignmentOf(uint64_t v);
-
 }  // namespace ptepack
