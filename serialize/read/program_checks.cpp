@@ -709,7 +709,9 @@ void ProgramChecker::CheckConstantData(const efb::Tensor& t, const std::string& 
       r_.Error("tensor-misaligned", tn + " data is not at the requested tensor alignment", fo,
                "multiple of " + std::to_string(opts_.tensor_alignment), "alignment " + std::to_string(AlignmentOf(o)));
     }
-  } else if (n_const_buffers_ > 0) {
+  } else if (n_const_offsets_ == 0 && n_const_buffers_ > 0) {
+    // Only without constant_segment offsets: the runtime then reads
+    // constant_buffer, else never (and dbi was checked against the offsets).
     const auto* buf = p_.constant_buffer()->Get(dbi);
     const auto* st_vec = buf->storage();
     uint64_t have = st_vec ? st_vec->size() : 0;
