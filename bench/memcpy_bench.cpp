@@ -3,15 +3,8 @@
 // already resident, in 8 MiB pieces (the best of --repeat passes). Prints
 // JSON: {"bytes": N, "seconds": s, "gb_per_s": g}.
 //
-// With --write-to FILE it times instead write() of the same resident bytes
-// into a new FILE (8 MiB a call; FILE removed after each pass): on a tmpfs,
-// the kernel's own floor for creating a file of N bytes (page allocation,
-// zeroing, page-cache insertion, the copy), below any writer's time.
-//
-//   ptepack_memcpy_bench [--mib N] [--repeat K] [--write-to FILE]
-#include <fcntl.h>
+//   ptepack_memcpy_bench [--mib N] [--repeat K]
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,15 +16,12 @@
 int main(int argc, char** argv) {
   size_t mib = 1024;
   int repeat = 3;
-  std::string write_to;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--mib") {
       mib = std::strtoull(argv[i + 1], nullptr, 10);
     } else if (a == "--repeat") {
       repeat = std::atoi(argv[i + 1]);
-    } else if (a == "--write-to") {
-      write_to = argv[i + 1];
     } else {
       std::fprintf(stderr, "ptepack_memcpy_bench: unknown option %s\n", a.c_str());
       return 2;
@@ -49,30 +39,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < n; i += 4096) src[i] = static_cast<unsigned char>(i >> 12), dst[i] = 1;
   double best = 1e30;
   for (int r = 0; r < std::max(1, repeat); ++r) {
-    int fd = -1;
-    if (!write_to.empty()) {
-      ::unlink(write_to.c_str());
-      fd = ::open(write_to.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-      if (fd < 0) {
-        std::perror("ptepack_memcpy_bench: open");
-        return 1;
-      }
-    }
     const auto t0 = std::chrono::steady_clock::now();
-    for (size_t off = 0; off < n; off += piece) {
-      const size_t len = std::min(piece, n - off);
-      if (fd < 0) {
-        std::memcpy(dst + off, src + off, len);
-      } else if (::write(fd, src + off, len) != static_cast<ssize_t>(len)) {
-        std::perror("ptepack_memcpy_bench: write");
-        return 1;
-      }
-    }
+    for (size_t off = 0; off < n; off += piece) std::memcpy(dst + off, src + off, std::min(piece, n - off));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (fd >= 0) {
-      ::close(fd);
-      ::unlink(write_to.c_str());
-    }
     best = std::min(best, s);
   }
   unsigned sum = 0;

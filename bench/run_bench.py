@@ -318,9 +318,7 @@ def main():
                     clean = lambda: [rm(T(f)) for f in os.listdir(shm)]  # noqa: E731
                     r = median_runs({"ours": (argv, None, clean),
                                      "cp": (["cp", src, T("o.cp")], None, clean),
-                                     "memcpy": ([memcpy, "--mib", str(mib), "--repeat", "1"], None, None),
-                                     "write": ([memcpy, "--mib", str(mib), "--repeat", "1", "--write-to",
-                                                T("o.floor")], None, None)}, repeat)
+                                     "memcpy": ([memcpy, "--mib", str(mib), "--repeat", "1"], None, None)}, repeat)
                     ours = r["ours"]
                     mc = [json.loads(o)["seconds"] for o in r["memcpy"].out]
                     t.add("tmpfs: `%s` of %s of constants to %s vs `cp`" % (name, mb(size), a.tmpfs),
@@ -330,15 +328,6 @@ def main():
                     t.add("tmpfs: `%s` time vs memcpy of the same bytes (resident pages)" % name, s(ours.med()),
                           "memcpy %s (%.2f GB/s)" % (s(statistics.median(mc)), size / statistics.median(mc) / 1e9),
                           ratio(ours.wall, mc), times, "<= 2x memcpy time", lambda x: x <= 2, higher_is_better=False)
-                    # The kernel's floor for creating the file: write() of resident bytes into a
-                    # new tmpfs file, against the same memcpy (no writer can go below it).
-                    wf = [json.loads(o)["seconds"] for o in r["write"].out]
-                    t.add("tmpfs: floor for `%s`: write() of resident bytes into a new file there, vs memcpy" % name,
-                          "%s (%.2f GB/s)" % (s(statistics.median(wf)), size / statistics.median(wf) / 1e9),
-                          "memcpy %s" % s(statistics.median(mc)), ratio(wf, mc), times,
-                          "(the kernel's own cost; reported)", None, higher_is_better=False)
-                    t.add("tmpfs: `%s` time vs that floor" % name, s(ours.med()), s(statistics.median(wf)),
-                          ratio(ours.wall, wf), times, "(reported)", None, higher_is_better=False)
             finally:
                 rm(shm)
 
