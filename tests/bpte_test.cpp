@@ -469,11 +469,15 @@ TEST(BpteRegressions, FuzzerInputs) {
   }
   EXPECT_GE(n, 1u);
   // Read constant_buffer[data_buffer_idx] past its end (fuzz_bpte_reader, seed
-  // of 2026-12-05): the wrapped program has constant_segment offsets (3) and a
-  // constant_buffer (1) and an unusable segment; the runtime reads
-  // constant_buffer only when there are no offsets, and so does the check now.
+  // of 2026-12-05): the wrapped program has constant_segment offsets (3), a
+  // constant_buffer (1) and an unusable segment; the runtime then reads
+  // constant_buffer and refuses an index past its size, as the check now does.
   auto g = bpte::BpteFile::Open(dir + "/bpte-constant-index-past-constant-buffer.bpte");
   EXPECT_NE(FindCode(g->report(), "constants-in-both"), nullptr);
+  const Finding* idx = FindCode(g->report(), "index-out-of-range");
+  ASSERT_NE(idx, nullptr);
+  EXPECT_NE(idx->message.find("is not a constant_buffer index"), std::string::npos) << idx->message;
+  EXPECT_EQ(idx->expected, "< 1");
   // Crashed nlohmann::json's dump in TestsToFiles (a method name that is not UTF-8).
   auto f = bpte::BpteFile::Open(dir + "/bpte_method_name_not_utf8.bpte");
   ASSERT_NE(FindCode(f->report(), "bpte-method-name-utf8"), nullptr);

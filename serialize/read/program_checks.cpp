@@ -709,9 +709,16 @@ void ProgramChecker::CheckConstantData(const efb::Tensor& t, const std::string& 
       r_.Error("tensor-misaligned", tn + " data is not at the requested tensor alignment", fo,
                "multiple of " + std::to_string(opts_.tensor_alignment), "alignment " + std::to_string(AlignmentOf(o)));
     }
-  } else if (n_const_offsets_ == 0 && n_const_buffers_ > 0) {
-    // Only without constant_segment offsets: the runtime then reads
-    // constant_buffer, else never (and dbi was checked against the offsets).
+  } else if (n_const_buffers_ > 0) {
+    // No usable constant segment: the runtime reads constant_buffer, even
+    // when constant_segment has offsets (Program::get_constant_buffer_data
+    // branches on the loaded segment), and checks the index against its own
+    // size; dbi was checked above against the offsets only.
+    if (dbi >= n_const_buffers_) {
+      r_.Error("index-out-of-range", tn + ".data_buffer_idx is not a constant_buffer index", at(&t),
+               "< " + std::to_string(n_const_buffers_), std::to_string(dbi));
+      return;
+    }
     const auto* buf = p_.constant_buffer()->Get(dbi);
     const auto* st_vec = buf->storage();
     uint64_t have = st_vec ? st_vec->size() : 0;
