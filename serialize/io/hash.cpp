@@ -353,11 +353,15 @@ uint64_t HashOnTwoThreads(const Source& src, uint64_t size) {
       cv.notify_all();
     }
   };
-  // The helper blocks every signal (SIGINT and friends go to the caller, as
+  // The helper blocks every signal but faults (SIGINT and friends go to the caller, as
   // for the writer thread of file_io.cpp); without it, one thread does all.
   std::thread helper;
+  // Faults stay deliverable: a SIGBUS blocked in the thread that faults is
+  // fatal whatever the handler (a mapped file cut short must reach
+  // mapped_reads' guard in the helper too).
   sigset_t all, old;
   sigfillset(&all);
+  for (int fault : {SIGBUS, SIGSEGV, SIGFPE, SIGILL}) sigdelset(&all, fault);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   try {
     helper = std::thread(work);
