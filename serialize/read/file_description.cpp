@@ -26,38 +26,30 @@ std::optional<std::string> IdentifierOf(const Bytes& file) {
 
 // A non-tensor value; nullopt for tensors, lists of tensors and unknown tags.
 std::optional<ScalarValueInfo> Scalar(const efb::EValue& v) {
-  using K = efb::KernelTypes;
   ScalarValueInfo s;
-  switch (v.val_type()) {
-    case K::Null:
-      s.kind = ValueKind::kNull;
+  s.kind = ValueKindOf(v.val_type());
+  switch (s.kind) {
+    case ValueKind::kNull:
       break;
-    case K::Int:
-      s.kind = ValueKind::kInt;
+    case ValueKind::kInt:
       s.int_val = v.val_as_Int()->int_val();
       break;
-    case K::Bool:
-      s.kind = ValueKind::kBool;
+    case ValueKind::kBool:
       s.bool_val = v.val_as_Bool()->bool_val();
       break;
-    case K::Double:
-      s.kind = ValueKind::kDouble;
+    case ValueKind::kDouble:
       s.double_val = v.val_as_Double()->double_val();
       break;
-    case K::String:
-      s.kind = ValueKind::kString;
+    case ValueKind::kString:
       s.string_val = Str(v.val_as_String()->string_val());
       break;
-    case K::IntList:
-      s.kind = ValueKind::kIntList;
+    case ValueKind::kIntList:
       s.ints = VecOf<int64_t>(v.val_as_IntList()->items());
       break;
-    case K::DoubleList:
-      s.kind = ValueKind::kDoubleList;
+    case ValueKind::kDoubleList:
       s.doubles = VecOf<double>(v.val_as_DoubleList()->items());
       break;
-    case K::BoolList:
-      s.kind = ValueKind::kBoolList;
+    case ValueKind::kBoolList:
       s.bools = VecOf<uint8_t>(v.val_as_BoolList()->items());
       break;
     default:

@@ -40,44 +40,9 @@ TensorInfo Tensor(const efb::Tensor& t) {
 ValueInfo Value(const efb::EValue& v, uint32_t index) {
   ValueInfo info;
   info.index = index;
-  switch (v.val_type()) {
-    case efb::KernelTypes::Null:
-      info.kind = ValueKind::kNull;
-      break;
-    case efb::KernelTypes::Int:
-      info.kind = ValueKind::kInt;
-      break;
-    case efb::KernelTypes::Bool:
-      info.kind = ValueKind::kBool;
-      break;
-    case efb::KernelTypes::Double:
-      info.kind = ValueKind::kDouble;
-      break;
-    case efb::KernelTypes::String:
-      info.kind = ValueKind::kString;
-      break;
-    case efb::KernelTypes::IntList:
-      info.kind = ValueKind::kIntList;
-      break;
-    case efb::KernelTypes::DoubleList:
-      info.kind = ValueKind::kDoubleList;
-      break;
-    case efb::KernelTypes::BoolList:
-      info.kind = ValueKind::kBoolList;
-      break;
-    case efb::KernelTypes::TensorList:
-      info.kind = ValueKind::kTensorList;
-      break;
-    case efb::KernelTypes::OptionalTensorList:
-      info.kind = ValueKind::kOptionalTensorList;
-      break;
-    case efb::KernelTypes::Tensor:
-      info.kind = ValueKind::kTensor;
-      if (const auto* t = v.val_as_Tensor()) info.tensor = Tensor(*t);
-      break;
-    default:
-      info.kind = ValueKind::kUnknown;
-      break;
+  info.kind = ValueKindOf(v.val_type());
+  if (info.kind == ValueKind::kTensor) {
+    if (const auto* t = v.val_as_Tensor()) info.tensor = Tensor(*t);
   }
   return info;
 }
@@ -123,6 +88,35 @@ DelegatePayload PayloadOf(const DelegateInfo& info, const PteFile& pte) {
     if (data) p.file_offset = static_cast<uint64_t>(data->data() - pte.file().data);
   }
   return p;
+}
+
+ValueKind ValueKindOf(efb::KernelTypes t) {
+  switch (t) {
+    case efb::KernelTypes::Null:
+      return ValueKind::kNull;
+    case efb::KernelTypes::Int:
+      return ValueKind::kInt;
+    case efb::KernelTypes::Bool:
+      return ValueKind::kBool;
+    case efb::KernelTypes::Double:
+      return ValueKind::kDouble;
+    case efb::KernelTypes::String:
+      return ValueKind::kString;
+    case efb::KernelTypes::IntList:
+      return ValueKind::kIntList;
+    case efb::KernelTypes::DoubleList:
+      return ValueKind::kDoubleList;
+    case efb::KernelTypes::BoolList:
+      return ValueKind::kBoolList;
+    case efb::KernelTypes::TensorList:
+      return ValueKind::kTensorList;
+    case efb::KernelTypes::OptionalTensorList:
+      return ValueKind::kOptionalTensorList;
+    case efb::KernelTypes::Tensor:
+      return ValueKind::kTensor;
+    default:
+      return ValueKind::kUnknown;
+  }
 }
 
 MethodInfo MethodInfoOf(const efb::ExecutionPlan& plan, const PteFile& pte) {

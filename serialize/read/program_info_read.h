@@ -25,6 +25,10 @@ struct DelegatePayload {
 };
 DelegatePayload PayloadOf(const DelegateInfo& info, const PteFile& pte);
 
+// The kind of a value with the schema's tag `t` (kUnknown for a tag this
+// version does not know).
+ValueKind ValueKindOf(executorch_flatbuffer::KernelTypes t);
+
 // A method's values, inputs, outputs, operators, delegates, instruction count
 // and memory plan, as the runtime would read them from `plan`.
 MethodInfo MethodInfoOf(const executorch_flatbuffer::ExecutionPlan& plan, const PteFile& pte);
