@@ -72,16 +72,10 @@ void Feed(int fd, uint64_t offset, uint64_t size, Xxh3Stream* state, std::vector
 void FeedMemory(const Bytes& b, Xxh3Stream* state) {
   constexpr size_t kChunk = 4 << 20;
   for (size_t off = 0; off < b.size; off += kChunk) {
-    struct Update {
-      Xxh3Stream* state;
-      const uint8_t* p;
-      size_t n;
-    } u{state, b.data + off, std::min(kChunk, b.size - off)};
-    ReadMappedPages(
-        b,
-        [](void* a) { static_cast<Update*>(a)->state->Update(static_cast<Update*>(a)->p, static_cast<Update*>(a)->n); },
-        &u);
-    if (MappingOf(b)) MappingOf(b)->DropPages(u.p, u.n);
+    const uint8_t* p = b.data + off;
+    const size_t n = std::min(kChunk, b.size - off);
+    ReadMappedPages(b, [&] { state->Update(p, n); });
+    if (MappingOf(b)) MappingOf(b)->DropPages(p, n);
   }
 }
 
@@ -279,19 +273,12 @@ struct Source {
   // BlockSums of `blocks` blocks at `offset` (read-failed if a mapped file
   // was cut short under us).
   void Sums(uint64_t offset, size_t blocks, uint8_t* buf, Lanes* out) const {
-    struct Call {
-      const uint8_t* p;
-      size_t blocks;
-      Lanes* out;
-    } c{Get(offset, blocks * kBlockBytes, buf), blocks, out};
-    auto sums = [](void* a) {
-      auto* c = static_cast<Call*>(a);
-      BlockSums(c->p, c->blocks, c->out);
-    };
+    const uint8_t* p = Get(offset, blocks * kBlockBytes, buf);
+    auto sums = [&] { BlockSums(p, blocks, out); };
     if (fd >= 0) {
-      sums(&c);
+      sums();
     } else {
-      ReadMappedPages(*mem, sums, &c);
+      ReadMappedPages(*mem, sums);
     }
     Done(offset, blocks * kBlockBytes);
   }
@@ -377,15 +364,8 @@ uint64_t HashOnTwoThreads(const Source& src, uint64_t size) {
   std::vector<uint8_t> buf(kStripe + kBlockBytes);
   const uint8_t* p = src.Get(tail_at - kStripe, kStripe + tail, buf.data());
   if (src.fd < 0) {  // the tail into buf, so that Finish reads no mapped page
-    struct Copy {
-      uint8_t* to;
-      const uint8_t* from;
-      size_t n;
-    } c{buf.data(), p, kStripe + tail};
-    ReadMappedPages(
-        *src.mem,
-        [](void* a) { std::memcpy(static_cast<Copy*>(a)->to, static_cast<Copy*>(a)->from, static_cast<Copy*>(a)->n); },
-        &c);
+    const uint8_t* from = p;
+    ReadMappedPages(*src.mem, [&] { std::memcpy(buf.data(), from, kStripe + tail); });
     p = buf.data();
   }
   const uint64_t h = Finish(acc, p, tail, size);

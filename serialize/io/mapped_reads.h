@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "ptepack/bytes.h"
 
@@ -17,5 +18,14 @@ namespace ptepack {
 // page of the mapping was gone. Bytes that are not a mapped file's view are
 // read unguarded. On builds without signals (WebAssembly) it just calls read.
 void ReadMappedPages(const Bytes& b, void (*read)(void* arg), void* arg);
+
+// The same with a callable (a lambda capturing by reference; it must hold
+// nothing that needs destroying).
+template <typename F>
+void ReadMappedPages(const Bytes& b, F&& read) {
+  using Fn = std::remove_reference_t<F>;
+  ReadMappedPages(
+      b, [](void* f) { (*static_cast<Fn*>(f))(); }, const_cast<void*>(static_cast<const void*>(&read)));
+}
 
 }  // namespace ptepack
