@@ -181,6 +181,47 @@ TEST(MappedHash, AFileTruncatedWhileMappedIsAReadErrorNotACrash) {
   EXPECT_EQ(h.Hash(m->All()), XXH3_64bits(bytes.data(), bytes.size()));
 }
 
+// The kernel's count (/proc/self/smaps, "Rss:") of the pages of the mapping
+// holding `p` that this process has mapped; -1 if not found.
+long ResidentKb(const uint8_t* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return -1;
+  char line[512];
+  bool in = false;
+  long kb = -1;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
+      in = reinterpret_cast<uintptr_t>(p) >= lo && reinterpret_cast<uintptr_t>(p) < hi;
+    } else if (in && std::sscanf(line, "Rss: %ld kB", &kb) == 1) {
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb;
+}
+
+// Hashed through its mapping, a large range leaves none of its pages mapped:
+// they are dropped behind the hash as it goes (else hashing a 40 GiB file
+// would map all of it), including at a range start and end that are not on
+// a page or window boundary.
+TEST(MappedHash, DropsTheMappedPagesItRead) {
+  const std::string dir = TempDir("hash_drop");
+  const std::string path = dir + "/big";
+  const auto bytes = RandomBytes(static_cast<size_t>(40 << 20) + 777, 13);
+  WriteFile(path, bytes);
+  auto m = MappedFile::Open(path);
+  for (size_t off : {size_t{0}, size_t{12345}}) {
+    const size_t n = bytes.size() - 2 * off;
+    const uint8_t* p = m->data();
+    for (size_t i = 0; i < bytes.size(); i += 4096) (void)*reinterpret_cast<const volatile uint8_t*>(p + i);
+    ASSERT_GE(ResidentKb(p), 40 << 10) << "every page mapped before";
+    EXPECT_EQ(HashBytes(m->View(off, n)), XXH3_64bits(bytes.data() + off, n)) << off;
+    // The first and last pages (outside the range when off > 0) may stay.
+    EXPECT_LE(ResidentKb(p), 8) << off;
+  }
+}
+
 TEST(MappedHashDeathTest, AFaultOutsideAHashStillKills) {
   const std::string dir = TempDir("hash_cut_death");
   const std::string path = dir + "/cut";

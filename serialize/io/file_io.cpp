@@ -449,7 +449,7 @@ void MappedFile::DropPages(const uint8_t* p, size_t n) const {
   // hashing 1 GiB in 256 KiB pieces left 54 MB resident). Dropping a
   // neighbour's pages costs it a fault; the mapping starts on a page boundary
   // and owns its last partial page.
-  constexpr uintptr_t kWindow = 2 << 20;
+  constexpr uintptr_t kWindow = kDropWindow;
   a = std::max(a & ~(kWindow - 1), begin);
   e = std::min((e + kWindow - 1) & ~(kWindow - 1), (end + kPage - 1) & ~(kPage - 1));
   ::madvise(reinterpret_cast<void*>(a), e - a, MADV_DONTNEED);

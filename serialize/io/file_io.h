@@ -38,10 +38,14 @@ class MappedFile {
   int Reopen() const;
   uint64_t dev() const { return dev_; }
   uint64_t ino() const { return ino_; }
-  // Drops the resident pages of [p, p+n), rounded out to whole pages and
-  // clipped to the mapping. They are clean pages of a read-only file
-  // mapping: the next access maps them again from the page cache.
+  // Drops the resident pages of [p, p+n), rounded out to whole windows of
+  // kDropWindow bytes (file_io.cpp says why) and clipped to the mapping.
+  // They are clean pages of a read-only file mapping: the next access maps
+  // them again from the page cache.
   void DropPages(const uint8_t* p, size_t n) const;
+  // A page table's reach on x86-64 and arm64 (4 KiB pages): a fault maps
+  // neighbouring pages only within its own window.
+  static constexpr size_t kDropWindow = 2 << 20;
 
  private:
   MappedFile() = default;
