@@ -319,10 +319,8 @@ class Reader {
   std::shared_ptr<Table> ParseTable(const reflection::Object& obj, size_t depth) {
     if (obj.is_struct() || depth > kMaxDepth || ++tables_ > kMaxTables) throw NotMine{};
     ObjectInfo& info = Info(obj);
-    auto t = std::make_shared<Table>();
-    t->def = &obj;
     if (info.by_id->size() > 64) throw NotMine{};
-    t->fields.resize(info.by_id->size());
+    auto t = table_arena_.NewTable(&obj, info.by_id->size());
     uint64_t seen = 0;  // field ids given
     // Union values given before their `_type` (nlohmann::json prints keys
     // sorted, so "val" comes before "val_type"): skipped, and read at the end.
@@ -508,6 +506,7 @@ class Reader {
   const char* p_;
   const char* end_;
   std::shared_ptr<Arena> arena_;
+  TableArena table_arena_;  // the tree's tables, one block after another
   std::string scratch_;
   std::string_view raw_;
   std::vector<uint8_t> bytes_;
