@@ -59,8 +59,14 @@ class Reader {
   Reader(const Schema& s, std::string_view text)
       : s_(s), p_(text.data()), end_(text.data() + text.size()), arena_(std::make_shared<Arena>()) {}
 
-  std::shared_ptr<Table> Run() {
+  // The root table; with `end`, text may follow it, and *end is where it ends.
+  std::shared_ptr<Table> Run(size_t* end = nullptr) {
+    const char* start = p_;
     auto root = ParseTable(s_.Root(), 1);
+    if (end != nullptr) {
+      *end = static_cast<size_t>(p_ - start);
+      return root;
+    }
     Ws();
     if (p_ != end_) throw NotMine{};
     return root;
@@ -520,6 +526,14 @@ class Reader {
 std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json) {
   try {
     return Reader(schema, json).Run();
+  } catch (const NotMine&) {
+    return nullptr;
+  }
+}
+
+std::shared_ptr<Table> TreeFromJsonPrefix(const Schema& schema, std::string_view json, size_t* end) {
+  try {
+    return Reader(schema, json).Run(end);
   } catch (const NotMine&) {
     return nullptr;
   }
