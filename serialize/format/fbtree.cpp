@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory_resource>
+#include <mutex>
+#include <new>
 #include <unordered_map>
 
 #include "ptepack/error.h"
@@ -747,8 +749,66 @@ std::shared_ptr<Table> MakeTable(const reflection::Object* def, size_t n) {
 // The arena's blocks, counted: one reference for the TableArena, one for
 // every table in them and one for owner()'s control block (whose copies the
 // views hold).
+namespace {
+// The blocks of arenas that are gone, kept (up to kKeep bytes) for the next
+// arena to take. Without it a tree built again and again (a server, the
+// bench) had its blocks unmapped or trimmed and faulted in again each time:
+// three times the page faults, the kernel's zeroing costing more time than
+// the allocations it saved. Any thread may return blocks (the last table of
+// an arena may be dropped anywhere); blocks come and go a few per arena.
+class BlockCache final : public std::pmr::memory_resource {
+ public:
+  static constexpr size_t kKeep = size_t{32} << 20;
+  // Never destroyed: an arena may outlive static destruction (a global
+  // Package), and blocks kept here stay reachable for leak checkers.
+  static BlockCache& Get() {
+    static BlockCache* cache = new BlockCache;
+    return *cache;
+  }
+
+ private:
+  struct Kept {
+    void* p;
+    size_t bytes, align;
+  };
+  void* do_allocate(size_t bytes, size_t align) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = kept_.size(); i-- > 0;) {  // the monotonic resource asks for the same sizes each time
+        if (kept_[i].bytes == bytes && kept_[i].align == align) {
+          void* p = kept_[i].p;
+          kept_bytes_ -= bytes;
+          kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
+          return p;
+        }
+      }
+    }
+    return ::operator new(bytes, std::align_val_t(align));
+  }
+  void do_deallocate(void* p, size_t bytes, size_t align) noexcept override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (kept_bytes_ + bytes <= kKeep && kept_.size() < 256) {
+        try {
+          kept_.push_back(Kept{p, bytes, align});
+          kept_bytes_ += bytes;
+          return;
+        } catch (...) {  // no room to note it: free it
+        }
+      }
+    }
+    ::operator delete(p, bytes, std::align_val_t(align));
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+
+  std::mutex mu_;
+  std::vector<Kept> kept_;
+  size_t kept_bytes_ = 0;
+};
+}  // namespace
+
 struct TableArena::Blocks {
-  std::pmr::monotonic_buffer_resource res{16384};
+  std::pmr::monotonic_buffer_resource res{16384, &BlockCache::Get()};
   std::atomic<size_t> refs{1};
   void Ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void Unref() noexcept {
