@@ -797,7 +797,8 @@ class BlockCache final : public std::pmr::memory_resource {
         }
       }
     }
-    ::operator delete(p, bytes, std::align_val_t(align));
+    // Unsized: clang declares the sized aligned form only with -fsized-deallocation.
+    ::operator delete(p, std::align_val_t(align));
   }
   bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
 
