@@ -186,6 +186,37 @@ TEST(JsonReaderCli, SpecSyntaxErrorAfterTheProgram) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/o.pte"));
 }
 
+// The program is read where the scan of the spec finds it, and the scan goes
+// on after it: what follows is still checked as before (nesting depth, a
+// second "program" key).
+TEST(JsonReaderCli, SpecTextAfterTheProgramIsStillScanned) {
+  const std::string dir = TempDir("json_cli_spec_after");
+  ASSERT_EQ(RunCli({"extract", FixturePath("add.pte"), "-o", dir + "/x"}).exit_code, 0);
+  std::vector<uint8_t> spec = ReadFile(dir + "/x/spec.json");
+  const std::string text(spec.begin(), spec.end());
+  const std::string head = text.substr(0, text.find_last_of('}'));
+  ASSERT_NE(head.find("\"program\""), std::string::npos);
+  // 300 nested lists after the program: the top-level object is depth 1, so
+  // the 256th '[' is the first past kMaxJsonDepth (256).
+  std::string deep = head + ",\n\"mutable_data\": " + std::string(300, '[') + std::string(300, ']') + "\n}\n";
+  std::ofstream(dir + "/deep.json") << deep;
+  const uint64_t first = deep.find(std::string(300, '['));
+  auto r = RunCli({"pack", dir + "/x/config.json", dir + "/deep.json", "-o", dir + "/o.pte"});
+  ExpectLocated(r, dir + "/deep.json", "JSON nests too deeply", first + 255);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o.pte"));
+  // A second "program" after the first: nlohmann::json keeps the last one, an
+  // empty object, which has no execution plan.
+  std::string twice = head + ",\n\"program\": {}\n}\n";
+  std::ofstream(dir + "/twice.json") << twice;
+  r = RunCli({"pack", dir + "/x/config.json", dir + "/twice.json", "-o", dir + "/o.pte"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("program has no execution_plan list"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o.pte"));
+  // The same text with the program once packs.
+  r = RunCli({"pack", dir + "/x/config.json", dir + "/x/spec.json", "-o", dir + "/o.pte"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(JsonReaderCli, ManifestFieldOfTheWrongType) {
   const std::string dir = TempDir("json_cli_manifest");
   const std::string pte = dir + "/add.pte";

@@ -119,6 +119,29 @@ TEST(JsonTree, EveryFixtureReadsDirectlyToTheParsersTree) {
   }
 }
 
+// TreeFromJsonPrefix: the table at the start of text that goes on, read as
+// TreeFromJson reads it, and where its closing brace ends.
+TEST(JsonTree, PrefixReadsTheSameTreeAndEndsAfterItsBrace) {
+  for (const auto& name : PteFixtures()) {
+    SCOPED_TRACE(name);
+    const std::string program = FixtureJson(name);
+    const size_t close = program.find_last_of('}') + 1;  // the root's closing brace
+    const std::string text = program + ", \"constants\": [{\"hex\": \"00\"}]}";
+    size_t end = 0;
+    auto tree = fb::TreeFromJsonPrefix(fb::ProgramSchema(), text, &end);
+    ASSERT_NE(tree, nullptr);
+    EXPECT_EQ(end, close);
+    auto parsed = ParserTree(program);
+    ASSERT_NE(parsed, nullptr);
+    EXPECT_EQ(Diff(*tree, *parsed, "program"), "");
+  }
+  // What TreeFromJson leaves to the parser, the prefix reader leaves too.
+  size_t end = 0;
+  EXPECT_EQ(fb::TreeFromJsonPrefix(fb::ProgramSchema(), R"({"version": 0, "no_such_field": 1}, "x": 1})", &end),
+            nullptr);
+  EXPECT_EQ(fb::TreeFromJsonPrefix(fb::ProgramSchema(), R"({"version": 0)", &end), nullptr);
+}
+
 TEST(JsonTree, PackSpecReadsDirectly) {
   std::ifstream in(std::string(PTEPACK_SOURCE_DIR) + "/testdata/pack/add_spec.json");
   std::stringstream ss;

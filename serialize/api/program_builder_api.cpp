@@ -22,6 +22,29 @@ namespace {
 
 fb::Value Objs(std::vector<fb::Value> v) { return fb::OffsetVector(std::move(v), reflection::Obj); }
 
+// A new table of view V's type in the builder's arena (a value or an
+// instruction is several tables: one allocation each was a third of
+// building and freeing a program).
+template <typename V>
+std::shared_ptr<fb::Table> New(fb::TableArena& arena) {
+  return arena.NewTable(&V::Def(), V::kSlots);
+}
+
+// A scalar vector of `n` bytes at `data`, copied into the arena.
+fb::Value ArenaVector(fb::TableArena& arena, reflection::BaseType type, const void* data, size_t n) {
+  fb::Value v;
+  v.kind = fb::Value::Kind::kScalarVector;
+  v.type = type;
+  if (n == 0) {
+    v.set_view(nullptr, 0, nullptr);
+    return v;
+  }
+  uint8_t* dst = arena.AllocBytes(n);
+  std::memcpy(dst, data, n);
+  v.set_view(dst, n, arena.owner());
+  return v;
+}
+
 // An index handed out by the builder: the schema's int32.
 int32_t Checked(size_t index, const char* what) {
   if (index > static_cast<size_t>(INT32_MAX)) {
@@ -30,11 +53,13 @@ int32_t Checked(size_t index, const char* what) {
   return static_cast<int32_t>(index);
 }
 
-std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec);
+std::shared_ptr<fb::Table> TensorTable(fb::TableArena& arena, const TensorSpec& spec);
 
 }  // namespace
 
 struct ProgramBuilder::Method::State {
+  explicit State(fb::TableArena& arena) : arena_(arena) {}
+  fb::TableArena& arena_;  // the builder's
   std::vector<fb::Value> values_, operators_, delegates_, instructions_, frames_;
   bool any_frames_ = false;
   std::vector<int32_t> inputs_, outputs_;
@@ -46,6 +71,8 @@ struct ProgramBuilder::Method::State {
 };
 
 struct ProgramBuilder::State {
+  // The tables of values and instructions (declared first: freed last).
+  fb::TableArena arena_;
   std::vector<std::unique_ptr<Method>> methods_;
   std::vector<Bytes> constants_;  // [0] placeholder
   DedupIndex constants_dedup_;
@@ -57,7 +84,7 @@ struct ProgramBuilder::State {
 };
 
 ProgramBuilder::Method::Method(ProgramBuilder* owner, std::string name)
-    : owner_(owner), name_(std::move(name)), s_(std::make_unique<State>()) {}
+    : owner_(owner), name_(std::move(name)), s_(std::make_unique<State>(owner->s_->arena_)) {}
 ProgramBuilder::Method::~Method() = default;
 
 void ProgramBuilder::Method::Inputs(const std::vector<int32_t>& v) { s_->inputs_ = v; }
@@ -115,44 +142,42 @@ uint32_t ProgramBuilder::AddDelegateData(Bytes data) {
 
 namespace {
 
-std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
+std::shared_ptr<fb::Table> TensorTable(fb::TableArena& arena, const TensorSpec& spec) {
   if (ScalarTypeSize(static_cast<int>(spec.scalar_type)) == 0) {
     throw Error("bad-program", "unknown scalar type " + std::to_string(static_cast<int>(spec.scalar_type)));
   }
-  auto t = prog::Tensor<>::New();
+  auto t = New<prog::Tensor<>>(arena);
   prog::Tensor tensor{*t};
   tensor.set_scalar_type(static_cast<executorch_flatbuffer::ScalarType>(spec.scalar_type));
   const size_t rank = spec.sizes.size();
   if (!spec.dim_order.empty() && spec.dim_order.size() != rank) {
     throw Error("bad-program", "dim_order and sizes differ in rank");
   }
-  // The sizes and the dim order (0, 1, ... when not given) share one
-  // allocation: up to rank 3 they sit inside the string's own bytes.
+  // The sizes and the dim order (0, 1, ... when not given) side by side in
+  // the arena.
   if (rank == 0) {
-    tensor.sizes() = fb::ScalarVectorOf(reflection::Int, spec.sizes);
-    tensor.dim_order() = fb::ScalarVectorOf(reflection::UByte, spec.dim_order);
+    tensor.sizes() = ArenaVector(arena, reflection::Int, nullptr, 0);
+    tensor.dim_order() = ArenaVector(arena, reflection::UByte, nullptr, 0);
   } else {
-    std::string shape(rank * sizeof(int32_t) + rank, '\0');
-    std::memcpy(shape.data(), spec.sizes.data(), rank * sizeof(int32_t));
+    uint8_t* data = arena.AllocBytes(rank * sizeof(int32_t) + rank);
+    std::memcpy(data, spec.sizes.data(), rank * sizeof(int32_t));
     for (size_t i = 0; i < rank; ++i) {
-      shape[rank * sizeof(int32_t) + i] =
-          static_cast<char>(spec.dim_order.empty() ? static_cast<uint8_t>(i) : spec.dim_order[i]);
+      data[rank * sizeof(int32_t) + i] = spec.dim_order.empty() ? static_cast<uint8_t>(i) : spec.dim_order[i];
     }
-    auto owned = std::make_shared<const std::string>(std::move(shape));
-    const auto* data = reinterpret_cast<const uint8_t*>(owned->data());
+    const std::shared_ptr<const void>& owner = arena.owner();
     fb::Value& sizes = tensor.sizes();
     sizes.kind = fb::Value::Kind::kScalarVector;
     sizes.type = reflection::Int;
-    sizes.set_view(data, rank * sizeof(int32_t), owned);
+    sizes.set_view(data, rank * sizeof(int32_t), owner);
     fb::Value& dims = tensor.dim_order();
     dims.kind = fb::Value::Kind::kScalarVector;
     dims.type = reflection::UByte;
-    dims.set_view(data + rank * sizeof(int32_t), rank, std::move(owned));
+    dims.set_view(data + rank * sizeof(int32_t), rank, owner);
   }
   tensor.set_requires_grad(spec.requires_grad);
   tensor.set_shape_dynamism(static_cast<executorch_flatbuffer::TensorShapeDynamism>(spec.shape_dynamism));
   if (spec.planned) {
-    auto a = AllocationDetails<>::New();
+    auto a = New<AllocationDetails<>>(arena);
     AllocationDetails alloc{*a};
     alloc.set_memory_id(spec.planned->memory_id);
     alloc.set_memory_offset_low(static_cast<uint32_t>(spec.planned->offset & 0xffffffffu));
@@ -165,7 +190,7 @@ std::shared_ptr<fb::Table> TensorTable(const TensorSpec& spec) {
 }  // namespace
 
 int32_t ProgramBuilder::Method::State::AddValue(KernelTypes kind, std::shared_ptr<fb::Table> val) {
-  auto ev = EValue<>::New();
+  auto ev = New<EValue<>>(arena_);
   EValue value{*ev};
   value.set_val_type(kind);
   value.val() = fb::TableValue(std::move(val));
@@ -174,12 +199,12 @@ int32_t ProgramBuilder::Method::State::AddValue(KernelTypes kind, std::shared_pt
 }
 
 int32_t ProgramBuilder::Method::Tensor(const TensorSpec& spec) {
-  return s_->AddValue(KernelTypes::Tensor, TensorTable(spec));
+  return s_->AddValue(KernelTypes::Tensor, TensorTable(s_->arena_, spec));
 }
 
 int32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes data, const std::string& name) {
   if (spec.planned) throw Error("bad-program", "a constant tensor is not memory planned");
-  auto t = TensorTable(spec);
+  auto t = TensorTable(s_->arena_, spec);
   const std::optional<uint64_t> nbytes = TensorNbytes(*t);
   if (nbytes != data.size) {
     throw Error("bad-program", "constant \"" + name + "\" has " + std::to_string(data.size) +
@@ -199,14 +224,14 @@ int32_t ProgramBuilder::Method::ConstantTensor(const TensorSpec& spec, Bytes dat
 int32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std::string& name,
                                               std::optional<Bytes> initial) {
   if (!spec.planned) throw Error("bad-program", "mutable buffer \"" + name + "\" must be memory planned");
-  auto t = TensorTable(spec);
+  auto t = TensorTable(s_->arena_, spec);
   prog::Tensor tensor{*t};
   if (initial) {
     if (initial->size != TensorNbytes(*t))
       throw Error("bad-program", "mutable buffer \"" + name + "\" data size mismatch");
     tensor.set_data_buffer_idx(owner_->AddMutable(std::move(*initial)));
   }
-  auto e = ExtraTensorInfo<>::New();
+  auto e = New<ExtraTensorInfo<>>(s_->arena_);
   ExtraTensorInfo eti{*e};
   eti.set_fully_qualified_name(name);
   eti.set_location(TensorDataLocation::SEGMENT);
@@ -214,64 +239,64 @@ int32_t ProgramBuilder::Method::MutableBuffer(const TensorSpec& spec, const std:
   return s_->AddValue(KernelTypes::Tensor, t);
 }
 
-int32_t ProgramBuilder::Method::Null() { return s_->AddValue(KernelTypes::Null, prog::Null<>::New()); }
+int32_t ProgramBuilder::Method::Null() { return s_->AddValue(KernelTypes::Null, New<prog::Null<>>(s_->arena_)); }
 
 int32_t ProgramBuilder::Method::Int(int64_t v) {
-  auto t = prog::Int<>::New();
+  auto t = New<prog::Int<>>(s_->arena_);
   prog::Int{*t}.set_int_val(v);
   return s_->AddValue(KernelTypes::Int, t);
 }
 
 int32_t ProgramBuilder::Method::Bool(bool v) {
-  auto t = prog::Bool<>::New();
+  auto t = New<prog::Bool<>>(s_->arena_);
   prog::Bool{*t}.set_bool_val(v);
   return s_->AddValue(KernelTypes::Bool, t);
 }
 
 int32_t ProgramBuilder::Method::Double(double v) {
-  auto t = prog::Double<>::New();
+  auto t = New<prog::Double<>>(s_->arena_);
   prog::Double{*t}.set_double_val(v);
   return s_->AddValue(KernelTypes::Double, t);
 }
 
 int32_t ProgramBuilder::Method::String(const std::string& v) {
-  auto t = prog::String<>::New();
+  auto t = New<prog::String<>>(s_->arena_);
   prog::String{*t}.set_string_val(v);
   return s_->AddValue(KernelTypes::String, t);
 }
 
 int32_t ProgramBuilder::Method::IntList(const std::vector<int64_t>& v) {
-  auto t = prog::IntList<>::New();
+  auto t = New<prog::IntList<>>(s_->arena_);
   prog::IntList{*t}.set_items(v);
   return s_->AddValue(KernelTypes::IntList, t);
 }
 
 int32_t ProgramBuilder::Method::DoubleList(const std::vector<double>& v) {
-  auto t = prog::DoubleList<>::New();
+  auto t = New<prog::DoubleList<>>(s_->arena_);
   prog::DoubleList{*t}.set_items(v);
   return s_->AddValue(KernelTypes::DoubleList, t);
 }
 
 int32_t ProgramBuilder::Method::BoolList(const std::vector<bool>& v) {
-  auto t = prog::BoolList<>::New();
+  auto t = New<prog::BoolList<>>(s_->arena_);
   prog::BoolList{*t}.set_items(std::vector<uint8_t>(v.begin(), v.end()));
   return s_->AddValue(KernelTypes::BoolList, t);
 }
 
 int32_t ProgramBuilder::Method::TensorList(const std::vector<int32_t>& values) {
-  auto t = prog::TensorList<>::New();
+  auto t = New<prog::TensorList<>>(s_->arena_);
   prog::TensorList{*t}.set_items(values);
   return s_->AddValue(KernelTypes::TensorList, t);
 }
 
 int32_t ProgramBuilder::Method::OptionalTensorList(const std::vector<int32_t>& values) {
-  auto t = prog::OptionalTensorList<>::New();
+  auto t = New<prog::OptionalTensorList<>>(s_->arena_);
   prog::OptionalTensorList{*t}.set_items(values);
   return s_->AddValue(KernelTypes::OptionalTensorList, t);
 }
 
 int32_t ProgramBuilder::Method::Operator(const std::string& name, const std::string& overload) {
-  auto t = prog::Operator<>::New();
+  auto t = New<prog::Operator<>>(s_->arena_);
   prog::Operator op{*t};
   op.set_name(name);
   op.set_overload(overload);
@@ -281,17 +306,17 @@ int32_t ProgramBuilder::Method::Operator(const std::string& name, const std::str
 
 int32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes payload,
                                          const std::vector<std::pair<std::string, Bytes>>& compile_specs) {
-  auto d = BackendDelegate<>::New();
+  auto d = New<BackendDelegate<>>(s_->arena_);
   BackendDelegate delegate{*d};
   delegate.set_id(backend_id);
-  auto ref = BackendDelegateDataReference<>::New();
+  auto ref = New<BackendDelegateDataReference<>>(s_->arena_);
   BackendDelegateDataReference processed{*ref};
   processed.set_location(DataLocation::INLINE);
   processed.set_index(owner_->AddDelegateData(std::move(payload)));
   delegate.processed() = fb::TableValue(ref);
   std::vector<fb::Value> specs;
   for (const auto& [k, v] : compile_specs) {
-    auto cs = CompileSpec<>::New();
+    auto cs = New<CompileSpec<>>(s_->arena_);
     CompileSpec{*cs}.set_key(k);
     CompileSpec{*cs}.set_value(v);
     specs.push_back(fb::TableValue(cs));
@@ -303,8 +328,8 @@ int32_t ProgramBuilder::Method::Delegate(const std::string& backend_id, Bytes pa
 
 namespace {
 
-fb::Value FrameListOf(std::vector<fb::Value> frames) {
-  auto fl = FrameList<>::New();
+fb::Value FrameListOf(fb::TableArena& arena, std::vector<fb::Value> frames) {
+  auto fl = New<FrameList<>>(arena);
   FrameList{*fl}.items() = Objs(std::move(frames));
   return fb::TableValue(fl);
 }
@@ -313,7 +338,7 @@ fb::Value FrameListOf(std::vector<fb::Value> frames) {
 
 void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, std::shared_ptr<fb::Table> args,
                                                    const std::vector<FrameSpec>& stack) {
-  auto ins = Instruction<>::New();
+  auto ins = New<Instruction<>>(arena_);
   Instruction instruction{*ins};
   instruction.set_instr_args_type(kind);
   instruction.instr_args() = fb::TableValue(std::move(args));
@@ -324,11 +349,11 @@ void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, st
   if (stack.empty() && !any_frames_) return;
   if (!any_frames_) {
     any_frames_ = true;
-    while (frames_.size() + 1 < instructions_.size()) frames_.push_back(FrameListOf({}));
+    while (frames_.size() + 1 < instructions_.size()) frames_.push_back(FrameListOf(arena_, {}));
   }
   std::vector<fb::Value> frames;
   for (const auto& f : stack) {
-    auto fr = Frame<>::New();
+    auto fr = New<Frame<>>(arena_);
     Frame frame{*fr};
     frame.set_filename(f.filename);
     frame.set_lineno(f.lineno);
@@ -336,21 +361,21 @@ void ProgramBuilder::Method::State::AddInstruction(InstructionArguments kind, st
     frame.set_context(f.context);
     frames.push_back(fb::TableValue(fr));
   }
-  frames_.push_back(FrameListOf(std::move(frames)));
+  frames_.push_back(FrameListOf(arena_, std::move(frames)));
 }
 
 void ProgramBuilder::Method::KernelCall(int32_t op, const std::vector<int32_t>& args,
                                         const std::vector<FrameSpec>& stack) {
-  auto k = prog::KernelCall<>::New();
+  auto k = New<prog::KernelCall<>>(s_->arena_);
   prog::KernelCall call{*k};
   call.set_op_index(op);
-  call.set_args(args);
+  call.args() = ArenaVector(s_->arena_, reflection::Int, args.data(), args.size() * sizeof(int32_t));
   s_->AddInstruction(InstructionArguments::KernelCall, k, stack);
 }
 
 void ProgramBuilder::Method::DelegateCall(int32_t delegate, const std::vector<int32_t>& args,
                                           const std::vector<FrameSpec>& stack) {
-  auto k = prog::DelegateCall<>::New();
+  auto k = New<prog::DelegateCall<>>(s_->arena_);
   prog::DelegateCall call{*k};
   call.set_delegate_index(delegate);
   call.set_args(args);
@@ -358,7 +383,7 @@ void ProgramBuilder::Method::DelegateCall(int32_t delegate, const std::vector<in
 }
 
 void ProgramBuilder::Method::Move(int32_t from, int32_t to, const std::vector<FrameSpec>& stack) {
-  auto k = MoveCall<>::New();
+  auto k = New<MoveCall<>>(s_->arena_);
   MoveCall call{*k};
   call.set_move_from(from);
   call.set_move_to(to);
@@ -366,7 +391,7 @@ void ProgramBuilder::Method::Move(int32_t from, int32_t to, const std::vector<Fr
 }
 
 void ProgramBuilder::Method::JumpFalse(int32_t cond, int32_t dest, const std::vector<FrameSpec>& stack) {
-  auto k = JumpFalseCall<>::New();
+  auto k = New<JumpFalseCall<>>(s_->arena_);
   JumpFalseCall call{*k};
   call.set_cond_value_index(cond);
   call.set_destination_instruction(dest);
@@ -374,7 +399,7 @@ void ProgramBuilder::Method::JumpFalse(int32_t cond, int32_t dest, const std::ve
 }
 
 void ProgramBuilder::Method::Free(int32_t value, const std::vector<FrameSpec>& stack) {
-  auto k = FreeCall<>::New();
+  auto k = New<FreeCall<>>(s_->arena_);
   FreeCall{*k}.set_value_index(value);
   s_->AddInstruction(InstructionArguments::FreeCall, k, stack);
 }

@@ -1,7 +1,11 @@
 #include "serialize/format/fbtree.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory_resource>
+#include <mutex>
+#include <new>
 #include <unordered_map>
 
 #include "ptepack/error.h"
@@ -394,10 +398,8 @@ class Decoder {
 
   std::shared_ptr<Table> DecodeTable(const reflection::Object& obj, const flatbuffers::Table* ft) {
     if (obj.is_struct()) Fail("structs are not supported: " + obj.name()->str());
-    auto t = std::make_shared<Table>();
-    t->def = &obj;
     const auto& fields = s_.FieldsById(obj);
-    t->fields.resize(fields.size());
+    auto t = MakeTable(&obj, fields.size());
     for (size_t id = 0; id < fields.size(); ++id) {
       const reflection::Field* f = fields[id];
       if (f == nullptr || f->deprecated()) continue;
@@ -638,6 +640,234 @@ std::vector<Value>& Value::mutable_elems() {
   return elems_;
 }
 
+// --- FieldList, MakeTable ---
+
+void FieldList::Free(Value* p) noexcept { ::operator delete(p); }
+
+void FieldList::Regrow(size_t n) {
+  if (n > UINT32_MAX) throw Error("limit-exceeded", "a table of " + std::to_string(n) + " fields");
+  auto* block = static_cast<Value*>(::operator new(n * sizeof(Value)));
+  for (uint32_t i = 0; i < size_; ++i) {
+    new (block + i) Value(std::move(data_[i]));
+    data_[i].~Value();
+  }
+  if (heap_) Free(data_);
+  data_ = block;
+  cap_ = static_cast<uint32_t>(n);
+  heap_ = true;
+}
+
+void FieldList::resize(size_t n) {
+  if (n > cap_) Regrow(n);
+  while (size_ > n) data_[--size_].~Value();
+  for (; size_ < n; ++size_) new (data_ + size_) Value();
+}
+
+void FieldList::Assign(const FieldList& o) {
+  reserve(o.size_);
+  for (const Value& v : o) {
+    new (data_ + size_) Value(v);
+    ++size_;
+  }
+}
+
+void FieldList::Take(FieldList& o) {
+  if (o.heap_) {
+    data_ = o.data_;
+    size_ = o.size_;
+    cap_ = o.cap_;
+    heap_ = true;
+    o.data_ = nullptr;
+    o.size_ = o.cap_ = 0;
+    o.heap_ = false;
+    return;
+  }
+  reserve(o.size_);
+  for (Value& v : o) {
+    new (data_ + size_) Value(std::move(v));
+    ++size_;
+  }
+  o.Clear();
+}
+
+FieldList& FieldList::operator=(FieldList&& o) {
+  if (this == &o) return *this;
+  FieldList moved;
+  moved.Take(o);  // `o` may live inside one of these values
+  Clear();
+  if (moved.heap_ && (heap_ || cap_ < moved.size_)) {
+    if (heap_) Free(data_);
+    heap_ = false;
+    data_ = nullptr;
+    cap_ = 0;
+    Take(moved);
+  } else {
+    reserve(moved.size_);
+    for (Value& v : moved) {
+      new (data_ + size_) Value(std::move(v));
+      ++size_;
+    }
+  }
+  return *this;
+}
+
+namespace {
+// Allocates `room` bytes more than asked: allocate_shared's block then holds
+// the control block, the table and, after the table, its fields.
+template <typename T>
+struct RoomAllocator {
+  using value_type = T;
+  size_t room;
+  explicit RoomAllocator(size_t r) noexcept : room(r) {}
+  template <typename U>
+  RoomAllocator(const RoomAllocator<U>& o) noexcept : room(o.room) {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T) + room)); }
+  void deallocate(T* p, size_t) noexcept { ::operator delete(p); }
+  template <typename U>
+  bool operator==(const RoomAllocator<U>& o) const {
+    return room == o.room;
+  }
+  template <typename U>
+  bool operator!=(const RoomAllocator<U>& o) const {
+    return room != o.room;
+  }
+};
+}  // namespace
+
+// The table lies inside the control block's storage, so the `room` bytes
+// past the block's end cover n values from the table's end on (Table's size
+// is a multiple of its alignment, which is Value's).
+static_assert(alignof(Table) == alignof(Value) && sizeof(Table) % alignof(Value) == 0);
+
+std::shared_ptr<Table> MakeTable(const reflection::Object* def, size_t n) {
+  if (n > UINT32_MAX) throw Error("limit-exceeded", "a table of " + std::to_string(n) + " fields");
+  return std::allocate_shared<Table>(RoomAllocator<Table>(n * sizeof(Value)), Table::RoomAfter{}, def, n);
+}
+
+// --- TableArena ---
+
+// The arena's blocks, counted: one reference for the TableArena, one for
+// every table in them and one for owner()'s control block (whose copies the
+// views hold).
+namespace {
+// The blocks of arenas that are gone, kept (up to kKeep bytes) for the next
+// arena to take. Without it a tree built again and again (a server, the
+// bench) had its blocks unmapped or trimmed and faulted in again each time:
+// three times the page faults, the kernel's zeroing costing more time than
+// the allocations it saved. Any thread may return blocks (the last table of
+// an arena may be dropped anywhere); blocks come and go a few per arena.
+class BlockCache final : public std::pmr::memory_resource {
+ public:
+  static constexpr size_t kKeep = size_t{32} << 20;
+  // Never destroyed: an arena may outlive static destruction (a global
+  // Package), and blocks kept here stay reachable for leak checkers.
+  static BlockCache& Get() {
+    static BlockCache* cache = new BlockCache;
+    return *cache;
+  }
+
+ private:
+  struct Kept {
+    void* p;
+    size_t bytes, align;
+  };
+  void* do_allocate(size_t bytes, size_t align) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = kept_.size(); i-- > 0;) {  // the monotonic resource asks for the same sizes each time
+        if (kept_[i].bytes == bytes && kept_[i].align == align) {
+          void* p = kept_[i].p;
+          kept_bytes_ -= bytes;
+          kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
+          return p;
+        }
+      }
+    }
+    return ::operator new(bytes, std::align_val_t(align));
+  }
+  void do_deallocate(void* p, size_t bytes, size_t align) noexcept override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (kept_bytes_ + bytes <= kKeep && kept_.size() < 256) {
+        try {
+          kept_.push_back(Kept{p, bytes, align});
+          kept_bytes_ += bytes;
+          return;
+        } catch (...) {  // no room to note it: free it
+        }
+      }
+    }
+    // Unsized: clang declares the sized aligned form only with -fsized-deallocation.
+    ::operator delete(p, std::align_val_t(align));
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+
+  std::mutex mu_;
+  std::vector<Kept> kept_;
+  size_t kept_bytes_ = 0;
+};
+}  // namespace
+
+struct TableArena::Blocks {
+  std::pmr::monotonic_buffer_resource res{16384, &BlockCache::Get()};
+  std::atomic<size_t> refs{1};
+  void Ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+namespace {
+// allocate_shared's allocator for a table in an arena: the block (control
+// block, table, `room` bytes of fields) comes from the arena, and holds a
+// reference to it until deallocated.
+template <typename T>
+struct ArenaAllocator {
+  using value_type = T;
+  TableArena::Blocks* b;
+  size_t room;
+  ArenaAllocator(TableArena::Blocks* blocks, size_t r) noexcept : b(blocks), room(r) {}
+  template <typename U>
+  ArenaAllocator(const ArenaAllocator<U>& o) noexcept : b(o.b), room(o.room) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    void* p = b->res.allocate(n * sizeof(T) + room, alignof(T) < 8 ? 8 : alignof(T));
+    b->Ref();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T*, size_t) noexcept { b->Unref(); }  // the memory goes with the blocks
+  template <typename U>
+  bool operator==(const ArenaAllocator<U>& o) const {
+    return b == o.b && room == o.room;
+  }
+  template <typename U>
+  bool operator!=(const ArenaAllocator<U>& o) const {
+    return !(*this == o);
+  }
+};
+}  // namespace
+
+TableArena::TableArena() : b_(new Blocks) {}
+
+TableArena::~TableArena() {
+  owner_.reset();
+  b_->Unref();
+}
+
+std::shared_ptr<Table> TableArena::NewTable(const reflection::Object* def, size_t n) {
+  if (n > UINT32_MAX) throw Error("limit-exceeded", "a table of " + std::to_string(n) + " fields");
+  return std::allocate_shared<Table>(ArenaAllocator<Table>(b_, n * sizeof(Value)), Table::RoomAfter{}, def, n);
+}
+
+uint8_t* TableArena::AllocBytes(size_t n) { return static_cast<uint8_t*>(b_->res.allocate(n == 0 ? 1 : n, 8)); }
+
+const std::shared_ptr<const void>& TableArena::owner() {
+  if (!owner_) {
+    b_->Ref();  // released by the deleter (also when the control block cannot be made)
+    owner_ = std::shared_ptr<const void>(b_, [](Blocks* b) { b->Unref(); });
+  }
+  return owner_;
+}
+
 size_t ScalarSize(reflection::BaseType t) {
   switch (t) {
     case reflection::UType:
@@ -760,14 +990,16 @@ Value CloneValue(const Value& v) {
 }  // namespace
 
 std::shared_ptr<Table> Clone(const Table& t) {
-  auto c = std::make_shared<Table>();
-  c->def = t.def;
-  c->fields.reserve(t.fields.size());
-  for (const auto& v : t.fields) c->fields.push_back(CloneValue(v));
+  auto c = MakeTable(t.def, t.fields.size());
+  for (size_t i = 0; i < t.fields.size(); ++i) c->fields[i] = CloneValue(t.fields[i]);
   return c;
 }
 
-std::shared_ptr<Table> ShallowClone(const Table& t) { return std::make_shared<Table>(t); }
+std::shared_ptr<Table> ShallowClone(const Table& t) {
+  auto c = MakeTable(t.def, t.fields.size());
+  for (size_t i = 0; i < t.fields.size(); ++i) c->fields[i] = t.fields[i];
+  return c;
+}
 
 Table& Own(std::shared_ptr<Table>& slot) {
   if (!slot) Fail("no table to change");
@@ -790,10 +1022,7 @@ const Value& Field(const Schema& s, const Table& t, const std::string& name) {
 std::shared_ptr<Table> NewTable(const Schema& s, const std::string& qualified_name) {
   const auto* obj = s.FindObject(qualified_name);
   if (obj == nullptr) Fail("no table " + qualified_name);
-  auto t = std::make_shared<Table>();
-  t->def = obj;
-  t->fields.resize(s.FieldsById(*obj).size());
-  return t;
+  return MakeTable(obj, s.FieldsById(*obj).size());
 }
 
 Value UIntValue(reflection::BaseType type, uint64_t x) { return ScalarValue(type, x); }

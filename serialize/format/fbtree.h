@@ -28,6 +28,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -167,10 +168,122 @@ struct Value {
   };
 };
 
+// A table's field values. A table made by MakeTable (what every table of the
+// library is made by) holds them in its own allocation, after the shared_ptr
+// control block and the table: one allocation per table, not two. A list
+// that grows past that room, or one of a table made otherwise, moves to the
+// heap. The std::vector calls the library uses, on the same terms.
+class FieldList {
+ public:
+  FieldList() noexcept = default;
+  FieldList(const FieldList& o) { Assign(o); }
+  FieldList& operator=(const FieldList& o) {
+    if (this != &o) {
+      FieldList copy(o);  // `o` may live inside one of these values
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  FieldList(FieldList&& o) { Take(o); }
+  FieldList& operator=(FieldList&& o);
+  ~FieldList() {
+    Clear();
+    if (heap_) Free(data_);
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Value* data() { return data_; }
+  const Value* data() const { return data_; }
+  Value& operator[](size_t i) { return data_[i]; }
+  const Value& operator[](size_t i) const { return data_[i]; }
+  Value* begin() { return data_; }
+  Value* end() { return data_ + size_; }
+  const Value* begin() const { return data_; }
+  const Value* end() const { return data_ + size_; }
+
+  // New values are absent.
+  void resize(size_t n);
+  void reserve(size_t n) {
+    if (n > cap_) Regrow(n);
+  }
+  void push_back(Value v) {
+    if (size_ == cap_) Regrow(cap_ < 4 ? 4 : 2 * static_cast<size_t>(cap_));
+    new (data_ + size_) Value(std::move(v));
+    ++size_;
+  }
+
+ private:
+  friend struct Table;
+  // `n` absent values in `room`, memory the caller owns (a table's allocation).
+  FieldList(Value* room, size_t n) noexcept : data_(room), size_(static_cast<uint32_t>(n)), cap_(size_) {
+    for (size_t i = 0; i < n; ++i) new (room + i) Value();
+  }
+  void Clear() noexcept {
+    for (uint32_t i = 0; i < size_; ++i) data_[i].~Value();
+    size_ = 0;
+  }
+  void Assign(const FieldList& o);
+  // Moves `o`'s values here (this list is empty): its heap block, or the values themselves.
+  void Take(FieldList& o);
+  void Regrow(size_t n);
+  static void Free(Value* p) noexcept;
+
+  Value* data_ = nullptr;
+  uint32_t size_ = 0;
+  uint32_t cap_ = 0;
+  bool heap_ = false;  // data_ is a block of ours (else the table's room, or null)
+};
+
 // A table: its schema object and one Value per field, indexed by field id.
 struct Table {
   const reflection::Object* def = nullptr;
-  std::vector<Value> fields;
+  FieldList fields;
+
+  Table() = default;
+  // A copy's fields are on the heap (ShallowClone makes its tables with MakeTable).
+  Table(const Table&) = default;
+  Table& operator=(const Table&) = default;
+
+  // MakeTable's: `n` absent fields in the memory that follows this table.
+  class RoomAfter {
+    friend std::shared_ptr<Table> MakeTable(const reflection::Object* def, size_t n);
+    friend class TableArena;
+    RoomAfter() = default;
+  };
+  Table(RoomAfter, const reflection::Object* d, size_t n)  // NOLINT: the tag is MakeTable's
+      : def(d), fields(reinterpret_cast<Value*>(reinterpret_cast<char*>(this) + sizeof(Table)), n) {}
+};
+
+// A table of `def` with `n` absent fields, in one allocation (the shared_ptr
+// control block, the table and its fields).
+std::shared_ptr<Table> MakeTable(const reflection::Object* def, size_t n);
+
+// Memory for a tree built at once (ProgramBuilder, the JSON reader): its
+// tables, and bytes for its views, come from a few large blocks (a
+// std::pmr::monotonic_buffer_resource) instead of an allocation each. The
+// blocks are freed together when the arena and every table and view made
+// from it are gone, whoever holds them (copies, a Package) and on whatever
+// thread. A table freed early leaves its memory in the block until then.
+// Allocating is for one thread at a time, like building.
+class TableArena {
+ public:
+  TableArena();
+  ~TableArena();
+  TableArena(const TableArena&) = delete;
+  TableArena& operator=(const TableArena&) = delete;
+
+  // MakeTable's table, in the arena.
+  std::shared_ptr<Table> NewTable(const reflection::Object* def, size_t n);
+  // `n` bytes that live as long as owner() is held (for Value::set_view).
+  uint8_t* AllocBytes(size_t n);
+  const std::shared_ptr<const void>& owner();
+
+  struct Blocks;  // the resource and its reference count (fbtree.cpp)
+
+ private:
+  Blocks* b_;
+  std::shared_ptr<const void> owner_;
 };
 
 // A loaded binary schema (.bfbs) with helpers.

@@ -69,18 +69,10 @@ class View {
 
 // A new table of schema object `def`, every field absent.
 inline std::shared_ptr<Table> NewTableOf(const Schema& s, const reflection::Object& def) {
-  auto t = std::make_shared<Table>();
-  t->def = &def;
-  t->fields.resize(s.FieldsById(def).size());
-  return t;
+  return MakeTable(&def, s.FieldsById(def).size());
 }
 // The same, with the slot count the generated views know (no schema lookup).
-inline std::shared_ptr<Table> NewTableOf(const reflection::Object& def, size_t slots) {
-  auto t = std::make_shared<Table>();
-  t->def = &def;
-  t->fields.resize(slots);
-  return t;
-}
+inline std::shared_ptr<Table> NewTableOf(const reflection::Object& def, size_t slots) { return MakeTable(&def, slots); }
 
 // An integer (or enum, or bool) scalar; the raw bits are those of its
 // unsigned representation U, as the encoder writes them.

@@ -1,5 +1,6 @@
 #include "serialize/format/json_tree.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -59,8 +60,14 @@ class Reader {
   Reader(const Schema& s, std::string_view text)
       : s_(s), p_(text.data()), end_(text.data() + text.size()), arena_(std::make_shared<Arena>()) {}
 
-  std::shared_ptr<Table> Run() {
+  // The root table; with `end`, text may follow it, and *end is where it ends.
+  std::shared_ptr<Table> Run(size_t* end = nullptr) {
+    const char* start = p_;
     auto root = ParseTable(s_.Root(), 1);
+    if (end != nullptr) {
+      *end = static_cast<size_t>(p_ - start);
+      return root;
+    }
     Ws();
     if (p_ != end_) throw NotMine{};
     return root;
@@ -92,7 +99,13 @@ class Reader {
     Expect('"');
     const char* start = p_;
     // Printable ASCII other than '"' and '\\' (almost every string): no copy.
-    while (p_ < end_ && *p_ >= 0x20 && *p_ < 0x7f && *p_ != '"' && *p_ != '\\') ++p_;
+    // A table lookup a byte (five comparisons a byte were 12 % of `pack`).
+    static const auto kPlain = [] {
+      std::array<bool, 256> plain{};
+      for (int c = 0x20; c < 0x7f; ++c) plain[c] = c != '"' && c != '\\';
+      return plain;
+    }();
+    while (p_ < end_ && kPlain[static_cast<unsigned char>(*p_)]) ++p_;
     if (p_ < end_ && *p_ == '"') {
       raw_ = std::string_view(start, static_cast<size_t>(p_ - start));
       ++p_;
@@ -319,10 +332,8 @@ class Reader {
   std::shared_ptr<Table> ParseTable(const reflection::Object& obj, size_t depth) {
     if (obj.is_struct() || depth > kMaxDepth || ++tables_ > kMaxTables) throw NotMine{};
     ObjectInfo& info = Info(obj);
-    auto t = std::make_shared<Table>();
-    t->def = &obj;
     if (info.by_id->size() > 64) throw NotMine{};
-    t->fields.resize(info.by_id->size());
+    auto t = table_arena_.NewTable(&obj, info.by_id->size());
     uint64_t seen = 0;  // field ids given
     // Union values given before their `_type` (nlohmann::json prints keys
     // sorted, so "val" comes before "val_type"): skipped, and read at the end.
@@ -508,6 +519,7 @@ class Reader {
   const char* p_;
   const char* end_;
   std::shared_ptr<Arena> arena_;
+  TableArena table_arena_;  // the tree's tables, one block after another
   std::string scratch_;
   std::string_view raw_;
   std::vector<uint8_t> bytes_;
@@ -521,6 +533,14 @@ class Reader {
 std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json) {
   try {
     return Reader(schema, json).Run();
+  } catch (const NotMine&) {
+    return nullptr;
+  }
+}
+
+std::shared_ptr<Table> TreeFromJsonPrefix(const Schema& schema, std::string_view json, size_t* end) {
+  try {
+    return Reader(schema, json).Run(end);
   } catch (const NotMine&) {
     return nullptr;
   }

@@ -24,5 +24,10 @@ namespace ptepack::fb {
 
 // The tree of the root table of `schema` written as `json`, or nullptr.
 std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json);
+// The same for a root table at the start of `json` that other text follows
+// (a spec's "program"): *end is the offset just past the table's closing
+// brace. The table is read as TreeFromJson reads it; a table it gives nullptr
+// for gives nullptr here too.
+std::shared_ptr<Table> TreeFromJsonPrefix(const Schema& schema, std::string_view json, size_t* end);
 
 }  // namespace ptepack::fb

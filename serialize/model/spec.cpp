@@ -123,7 +123,14 @@ std::shared_ptr<fb::Table> ProgramFromJson(const JsonField& program, const std::
 // an object with balanced braces. The program is then read by itself, and
 // nlohmann::json reads only the rest. Anything unusual: nullopt, and the old
 // path runs.
-std::optional<std::pair<size_t, size_t>> ScanSpec(const std::string& text, const std::string& name) {
+//
+// The program is read where the scan finds it (fb::TreeFromJsonPrefix, into
+// *program), and the scan goes on after its end: its text (nearly all of a
+// spec) is read once, not scanned first. A program that reader takes nests
+// no deeper than 2 x 64 tables + 64 skipped levels, far under kMaxJsonDepth,
+// so no depth error is missed; one it does not take is scanned as before.
+std::optional<std::pair<size_t, size_t>> ScanSpec(const std::string& text, const std::string& name,
+                                                  std::shared_ptr<fb::Table>* program) {
   std::optional<std::pair<size_t, size_t>> span;
   size_t depth = 0;
   bool want_value = false;  // just saw the top-level key "program" and its colon
@@ -169,7 +176,17 @@ std::optional<std::pair<size_t, size_t>> ScanSpec(const std::string& text, const
         if (want_value) {
           want_value = false;
           unusual = c != '{';
-          if (!unusual) span = std::make_pair(i, size_t{0});
+          if (!unusual) {
+            span = std::make_pair(i, size_t{0});
+            size_t len = 0;
+            if (auto tree = fb::TreeFromJsonPrefix(fb::ProgramSchema(), std::string_view(t + i, n - i), &len)) {
+              *program = std::move(tree);
+              span->second = i + len;  // just past its closing brace, at depth 1 again
+              --depth;
+              i += len - 1;
+              continue;
+            }
+          }
         }
         if (!unusual && c == '"' && depth == 1 && end - i == 9 && std::memcmp(t + i, "\"program\"", 9) == 0) {
           if (span) unusual = true;  // a second "program": nlohmann keeps the last one
@@ -202,12 +219,13 @@ struct ParsedSpec {
 };
 
 std::optional<ParsedSpec> ParseSpecFast(const std::string& text, const std::string& file,
-                                        std::optional<std::pair<size_t, size_t>> span) {
+                                        std::optional<std::pair<size_t, size_t>> span,
+                                        std::shared_ptr<fb::Table> scanned) {
   if (!span) return std::nullopt;
   const std::string_view program(text.data() + span->first, span->second - span->first);
   ParsedSpec out;
-  if (auto tree = fb::TreeFromJson(fb::ProgramSchema(), program)) {
-    out.program = tree;
+  if (scanned) {
+    out.program = std::move(scanned);  // ScanSpec read it (TreeFromJson would give the same tree)
   } else {
     auto parser = ProgramJsonParser();
     if (!parser->Parse(std::string(program).c_str())) return std::nullopt;
@@ -346,10 +364,11 @@ PackageParts PackageFromSpecJson(const std::string& text, const std::string& bas
                                  const SpecFileResolver& files) {
   const std::string name = file.empty() ? base : file;
   const SpecContext ctx{base, files};
-  auto span = ScanSpec(text, name);  // checks the depth too
+  std::shared_ptr<fb::Table> scanned;
+  auto span = ScanSpec(text, name, &scanned);  // checks the depth too
   std::unique_ptr<JsonDocument> doc;
   PackageParts pkg;
-  if (auto fast = ParseSpecFast(text, name, span)) {
+  if (auto fast = ParseSpecFast(text, name, span, std::move(scanned))) {
     doc = std::move(fast->doc);
     pkg.program = std::move(fast->program);
   } else {
