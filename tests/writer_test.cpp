@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -223,6 +224,29 @@ void CheckOutput(const Model& m, const BackendConfig& c, const Written& w) {
   inf.config.ptd_segment_alignment = c.ptd_segment_alignment;
   PteLayout l2 = LayoutPte(again, inf.config);
   EXPECT_TRUE(RenderPte(l2) == w.pte) << "rewrite differs";
+}
+
+// LayoutPteHead (config inference's verification) is the head of the real
+// file -- flatbuffer and eh00 header, byte for byte -- without the segments'
+// pieces, and the same head LayoutPte writes in front of them.
+TEST(Writer, HeadLayoutIsTheRealFilesHeadWithoutPieces) {
+  for (const std::string name :
+       {"add.pte", "keyword_spotting.pte", "module_linear_no_constant_segment.pte", "arduino_add.pte"}) {
+    auto pte = PteFile::Open(testing::FixturePath(name));
+    ASSERT_TRUE(pte->ok()) << name;
+    PackageParts pkg = PackageFromPte(*pte, {});
+    InferredConfig inf = InferConfig(*pte, pkg);
+    inf.ApplyBlobAlignments(pkg);
+    const PteLayout head = LayoutPteHead(pkg, inf.config);
+    ASSERT_EQ(head.head.size(), pte->program_size()) << name;
+    EXPECT_EQ(std::memcmp(head.head.data(), pte->file().data, head.head.size()), 0) << name;
+    EXPECT_TRUE(head.segments.empty()) << name;
+    const PteLayout full = LayoutPte(pkg, inf.config);
+    EXPECT_EQ(head.head, full.head) << name;
+    EXPECT_EQ(head.segment_base_offset, full.segment_base_offset) << name;
+    EXPECT_EQ(head.header_size, full.header_size) << name;
+    EXPECT_EQ(RenderPte(full), testing::ReadFile(testing::FixturePath(name))) << name;
+  }
 }
 
 TEST(Writer, DefaultConfigMatchesExecuTorchDefaults) {

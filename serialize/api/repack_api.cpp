@@ -69,22 +69,21 @@ std::string PtdRegion(const PtdFile& in, uint64_t off) {
 // Before writing: would the output differ from the input anywhere -- the
 // .pte and each .ptd, padding included? Compares the layouts with the
 // inputs without writing (data that views the input itself is not read).
-bool LayoutDiffers(const ValidInput& input, const PackageParts& pkg, const BackendConfig& config, IdentityCheck& id) {
+bool LayoutDiffers(const ValidInput& input, const PackageLayout& l, IdentityCheck& id) {
   id.checked = true;
-  const PteLayout l = LayoutPte(pkg, config);
   const Bytes& in = input.pte->file();
-  if (auto off = FirstDifference(l, in)) {
-    id.differences.push_back({input.paths[0], *off, PteRegion(*input.pte, *off), in.size, l.total_size()});
+  if (auto off = FirstDifference(l.pte, in)) {
+    id.differences.push_back({input.paths[0], *off, PteRegion(*input.pte, *off), in.size, l.pte.total_size()});
   }
-  for (size_t i = 0; i < l.external.size() && i < input.ptds.size(); ++i) {
-    const PtdLayout pl = LayoutPtd(l.external[i], config.ptd_segment_alignment);
+  for (size_t i = 0; i < l.ptds.size() && i < input.ptds.size(); ++i) {
+    const PtdLayout& pl = l.ptds[i];
     const Bytes& pin = input.ptds[i]->file();
     if (auto off = FirstDifference(pl, pin)) {
       id.differences.push_back({input.paths[i + 1], *off, PtdRegion(*input.ptds[i], *off), pin.size, pl.total_size()});
     }
   }
-  if (l.external.size() != input.ptds.size()) {
-    id.differences.push_back({input.paths[0], 0, "number of .ptd files", input.ptds.size(), l.external.size()});
+  if (l.ptds.size() != input.ptds.size()) {
+    id.differences.push_back({input.paths[0], 0, "number of .ptd files", input.ptds.size(), l.ptds.size()});
   }
   id.identical = id.differences.empty();
   return !id.identical;
@@ -120,11 +119,15 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
   // writer writes exactly this layout (and reads the result back), so this is
   // the comparison of the files. --expect-identical: a difference (exit 3)
   // leaves nothing behind.
-  if (expect_identical || (unchanged && !wo_in.dry_run)) {
-    if (LayoutDiffers(input, pkg, r.config, r.identity) && expect_identical) return r;
-  }
   WriteOptions wo = wo_in;
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
+  if (expect_identical || (unchanged && !wo_in.dry_run)) {
+    // One layout serves the comparison and the write (it was laid out twice).
+    const PackageLayout l = LayoutPackage(std::move(pkg), r.config);
+    if (LayoutDiffers(input, l, r.identity) && expect_identical) return r;
+    r.written = WritePackageLayout(l, out, wo);
+    return r;
+  }
   // The package is the write's alone from here: its tables change in place.
   r.written = WritePackageFiles(std::move(pkg), r.config, out, wo);
   return r;

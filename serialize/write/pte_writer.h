@@ -55,7 +55,22 @@ PteLayout LayoutPte(const PackageParts& pkg, const BackendConfig& config);
 // The same, consuming `pkg` (a tree no one else holds): its tables are
 // changed in place rather than copied, and freed once encoded.
 PteLayout LayoutPte(PackageParts&& pkg, const BackendConfig& config);
+// LayoutPte's head (flatbuffer and eh00 header: `head`, `flatbuffer_size`,
+// `header_size`, `segment_base_offset`, `external`) without the segments'
+// pieces (`segments` is empty): what config inference compares with a file.
+PteLayout LayoutPteHead(const PackageParts& pkg, const BackendConfig& config);
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
+
+// A package's files laid out, nothing written: the .pte and one PtdLayout
+// per pte.external entry (whose entries are freed once laid out; the tag
+// stays).
+struct PackageLayout {
+  PteLayout pte;
+  std::vector<PtdLayout> ptds;
+};
+PackageLayout LayoutPackage(PackageParts&& pkg, const BackendConfig& config);
+// Writes them as WritePackageFiles does (staged, read back, renamed).
+WriteResult WritePackageLayout(const PackageLayout& layout, const std::string& pte_path, const WriteOptions& options);
 
 // What ptepack::WritePackage (ptepack/writer.h, serialize/api/write_api.cpp) does.
 WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& config, const std::string& pte_path,
