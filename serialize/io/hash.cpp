@@ -109,7 +109,7 @@ constexpr size_t kBlockBytes = kStripe * kStripesPerBlock;
 constexpr size_t kSecretSize = 192;
 constexpr size_t kReadBlocks = kBlock / kBlockBytes;  // blocks read at a time
 constexpr size_t kChunkBlocks = 4 * kReadBlocks;      // blocks a thread takes at a time
-constexpr size_t kRing = 8;                           // chunks summed ahead of the scrambles
+constexpr size_t kRing = 4;                           // chunks summed ahead of the scrambles
 
 constexpr uint64_t kPrime32_1 = 0x9E3779B1u, kPrime32_2 = 0x85EBCA77u, kPrime32_3 = 0xC2B2AE3Du;
 constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull, kPrime64_2 = 0xC2B2AE3D27D4EB4Full,
@@ -293,8 +293,8 @@ class DropBehind {
   DropBehind(const MappedFile* mapping, const uint8_t* begin) : mapping_(mapping), dropped_(begin) {}
   // Everything below `end` has been read.
   void ReadUpTo(const uint8_t* end) {
-    constexpr size_t kWindow = MappedFile::kDropWindow, kBatch = 2 * kWindow;  // an madvise per 4 MiB
-    if (mapping_ == nullptr || end < dropped_ + kBatch + kWindow) return;
+    constexpr size_t kWindow = MappedFile::kDropWindow;
+    if (mapping_ == nullptr || end < dropped_ + 2 * kWindow) return;  // no whole window behind yet
     // The start of the window holding `end` (DropPages rounds out: an end on
     // a window's boundary stays there).
     const uint8_t* upto = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(end) & ~(kWindow - 1));
