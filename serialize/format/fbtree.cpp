@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <memory_resource>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -764,7 +763,7 @@ namespace {
 // three times the page faults, the kernel's zeroing costing more time than
 // the allocations it saved. Any thread may return blocks (the last table of
 // an arena may be dropped anywhere); blocks come and go a few per arena.
-class BlockCache final : public std::pmr::memory_resource {
+class BlockCache {
  public:
   static constexpr size_t kKeep = size_t{32} << 20;
   // Never destroyed: an arena may outlive static destruction (a global
@@ -773,17 +772,12 @@ class BlockCache final : public std::pmr::memory_resource {
     static BlockCache* cache = new BlockCache;
     return *cache;
   }
-
- private:
-  struct Kept {
-    void* p;
-    size_t bytes, align;
-  };
-  void* do_allocate(size_t bytes, size_t align) override {
+  // A block of `bytes` (aligned as operator new aligns).
+  void* Take(size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = kept_.size(); i-- > 0;) {  // the monotonic resource asks for the same sizes each time
-        if (kept_[i].bytes == bytes && kept_[i].align == align) {
+      for (size_t i = kept_.size(); i-- > 0;) {  // arenas ask for the same sizes each time
+        if (kept_[i].bytes == bytes) {
           void* p = kept_[i].p;
           kept_bytes_ -= bytes;
           kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
@@ -791,34 +785,69 @@ class BlockCache final : public std::pmr::memory_resource {
         }
       }
     }
-    return ::operator new(bytes, std::align_val_t(align));
+    return ::operator new(bytes);
   }
-  void do_deallocate(void* p, size_t bytes, size_t align) noexcept override {
+  void Give(void* p, size_t bytes) noexcept {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (kept_bytes_ + bytes <= kKeep && kept_.size() < 256) {
         try {
-          kept_.push_back(Kept{p, bytes, align});
+          kept_.push_back(Kept{p, bytes});
           kept_bytes_ += bytes;
           return;
         } catch (...) {  // no room to note it: free it
         }
       }
     }
-    // Unsized: clang declares the sized aligned form only with -fsized-deallocation.
-    ::operator delete(p, std::align_val_t(align));
+    ::operator delete(p);
   }
-  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
 
+ private:
+  struct Kept {
+    void* p;
+    size_t bytes;
+  };
   std::mutex mu_;
   std::vector<Kept> kept_;
   size_t kept_bytes_ = 0;
 };
 }  // namespace
 
+// A bump allocator over blocks from the cache (16 KiB first, each half as
+// large again as the last, as libstdc++'s std::pmr::monotonic_buffer_resource
+// grows; that resource is not in the libc++ Emscripten builds the viewer
+// with), all given back at once when the last reference goes.
 struct TableArena::Blocks {
-  std::pmr::monotonic_buffer_resource res{16384, &BlockCache::Get()};
+  struct Block {
+    void* p;
+    size_t bytes;
+  };
+  std::vector<Block> blocks;
+  uint8_t* cur = nullptr;
+  size_t left = 0;
+  size_t next = 16384;
   std::atomic<size_t> refs{1};
+
+  ~Blocks() {
+    for (const Block& b : blocks) BlockCache::Get().Give(b.p, b.bytes);
+  }
+  void* Allocate(size_t bytes, size_t align) {
+    auto pad = [&] { return (align - reinterpret_cast<uintptr_t>(cur) % align) % align; };
+    if (cur == nullptr || pad() + bytes > left) {
+      const size_t size = std::max(next, bytes + align);
+      blocks.reserve(blocks.size() + 1);  // nothing to undo once the block is taken
+      void* p = BlockCache::Get().Take(size);
+      blocks.push_back(Block{p, size});
+      next = size + size / 2;
+      cur = static_cast<uint8_t*>(p);
+      left = size;
+    }
+    const size_t skip = pad();
+    uint8_t* r = cur + skip;
+    cur = r + bytes;
+    left -= skip + bytes;
+    return r;
+  }
   void Ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void Unref() noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -838,7 +867,7 @@ struct ArenaAllocator {
   template <typename U>
   ArenaAllocator(const ArenaAllocator<U>& o) noexcept : b(o.b), room(o.room) {}  // NOLINT: rebinding
   T* allocate(size_t n) {
-    void* p = b->res.allocate(n * sizeof(T) + room, alignof(T) < 8 ? 8 : alignof(T));
+    void* p = b->Allocate(n * sizeof(T) + room, alignof(T) < 8 ? 8 : alignof(T));
     b->Ref();
     return static_cast<T*>(p);
   }
@@ -866,7 +895,7 @@ std::shared_ptr<Table> TableArena::NewTable(const reflection::Object* def, size_
   return std::allocate_shared<Table>(ArenaAllocator<Table>(b_, n * sizeof(Value)), Table::RoomAfter{}, def, n);
 }
 
-uint8_t* TableArena::AllocBytes(size_t n) { return static_cast<uint8_t*>(b_->res.allocate(n == 0 ? 1 : n, 8)); }
+uint8_t* TableArena::AllocBytes(size_t n) { return static_cast<uint8_t*>(b_->Allocate(n == 0 ? 1 : n, 8)); }
 
 const std::shared_ptr<const void>& TableArena::owner() {
   if (!owner_) {

@@ -260,8 +260,8 @@ struct Table {
 std::shared_ptr<Table> MakeTable(const reflection::Object* def, size_t n);
 
 // Memory for a tree built at once (ProgramBuilder, the JSON reader): its
-// tables, and bytes for its views, come from a few large blocks (a
-// std::pmr::monotonic_buffer_resource) instead of an allocation each. The
+// tables, and bytes for its views, come from a few large blocks (a bump
+// allocator, growing as a monotonic buffer resource) instead of an allocation each. The
 // blocks are freed together when the arena and every table and view made
 // from it are gone, whoever holds them (copies, a Package) and on whatever
 // thread. A table freed early leaves its memory in the block until then.
