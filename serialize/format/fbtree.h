@@ -236,7 +236,9 @@ class FieldList {
 };
 
 // A table: its schema object and one Value per field, indexed by field id.
-struct Table {
+// Aligned as a Value, so that MakeTable's fields can follow it directly
+// (32-bit targets, such as the viewer's wasm32, align it to 4 otherwise).
+struct alignas(Value) Table {
   const reflection::Object* def = nullptr;
   FieldList fields;
 
