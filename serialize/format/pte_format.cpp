@@ -1,5 +1,7 @@
 #include "serialize/format/pte_format.h"
 
+#include <algorithm>
+
 #include "program_generated.h"
 #include "ptepack/error.h"
 
@@ -27,15 +29,16 @@ std::vector<uint8_t> EncodeFlatTensorHeader(const FlatTensorHeader& h) {
 }
 
 std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& fb, const std::vector<uint8_t>& header) {
-  if (fb.size() < 8) throw Error("internal-layout", "flatbuffer shorter than 8 bytes");
-  std::vector<uint8_t> out;
-  out.reserve(fb.size() + header.size());
-  out.resize(8);
-  StoreU32(out.data(), LoadU32(fb.data()) + static_cast<uint32_t>(header.size()));
-  std::memcpy(out.data() + 4, fb.data() + 4, 4);
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), fb.begin() + 8, fb.end());
+  std::vector<uint8_t> out = fb;
+  InsertHeaderInPlace(out, header, fb.size() + header.size());
   return out;
+}
+
+void InsertHeaderInPlace(std::vector<uint8_t>& flatbuffer, const std::vector<uint8_t>& header, size_t capacity) {
+  if (flatbuffer.size() < 8) throw Error("internal-layout", "flatbuffer shorter than 8 bytes");
+  flatbuffer.reserve(std::max(capacity, flatbuffer.size() + header.size()));
+  StoreU32(flatbuffer.data(), LoadU32(flatbuffer.data()) + static_cast<uint32_t>(header.size()));
+  flatbuffer.insert(flatbuffer.begin() + 8, header.begin(), header.end());
 }
 
 size_t ElementSize(ScalarType t) {

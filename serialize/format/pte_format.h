@@ -75,6 +75,10 @@ std::vector<uint8_t> EncodeFlatTensorHeader(const FlatTensorHeader& h);
 // Inserts `header` (already padded) after the first 8 bytes of a finished
 // flatbuffer and fixes up the root offset.
 std::vector<uint8_t> InsertHeader(const std::vector<uint8_t>& flatbuffer, const std::vector<uint8_t>& header);
+// The same in the flatbuffer's own buffer, grown at most once, to
+// `capacity` (room for what the caller appends next): the writers' heads,
+// where a copy per step put two or three of a large flatbuffer at the peak.
+void InsertHeaderInPlace(std::vector<uint8_t>& flatbuffer, const std::vector<uint8_t>& header, size_t capacity);
 
 // Bytes per element of `t` as ExecuTorch's runtime counts them (elementSize in
 // runtime/core/exec_aten/util/scalar_type_util.h): every ScalarType below

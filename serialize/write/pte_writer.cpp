@@ -377,17 +377,6 @@ fb::Encoded EncodeProgram(const fb::Table& p, const LayoutSettings& s, size_t nu
   return fb::Encode(S(), p, eo);
 }
 
-// InsertHeader (serialize/format/pte_format.h) in the flatbuffer's own
-// buffer, grown at most once, to `capacity`: a copy of the flatbuffer per
-// step put two or three of it at the peak (a split of 300,000 constants
-// writes a 26 MB program and a 30 MB FlatTensor).
-void InsertHeaderInPlace(std::vector<uint8_t>& flatbuffer, const std::vector<uint8_t>& header, size_t capacity) {
-  if (flatbuffer.size() < 8) throw Error("internal-layout", "flatbuffer shorter than 8 bytes");
-  flatbuffer.reserve(std::max(capacity, flatbuffer.size() + header.size()));
-  StoreU32(flatbuffer.data(), LoadU32(flatbuffer.data()) + static_cast<uint32_t>(header.size()));
-  flatbuffer.insert(flatbuffer.begin() + 8, header.begin(), header.end());
-}
-
 // The flatbuffer with the eh00 header (when there are segments) in front.
 void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
   out.segment_base_offset = h.segment_base_offset;
