@@ -290,26 +290,30 @@ struct Source {
 // the time).
 class DropBehind {
  public:
-  DropBehind(const MappedFile* mapping, const uint8_t* begin) : mapping_(mapping), dropped_(begin) {}
-  // Everything below `end` has been read.
-  void ReadUpTo(const uint8_t* end) {
+  // The range read from `src`, when it is a mapping (else this does nothing).
+  explicit DropBehind(const Source& src)
+      : mapping_(src.Mapping()), range_(mapping_ ? src.mem->data + src.base : nullptr), dropped_(range_) {}
+  // Everything below offset `end` of the range has been read.
+  void ReadUpTo(uint64_t end) {
     constexpr size_t kWindow = MappedFile::kDropWindow;
-    if (mapping_ == nullptr || end < dropped_ + 2 * kWindow) return;  // no whole window behind yet
+    if (mapping_ == nullptr || range_ + end < dropped_ + 2 * kWindow) return;  // no whole window behind yet
     // The start of the window holding `end` (DropPages rounds out: an end on
     // a window's boundary stays there).
-    const uint8_t* upto = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(end) & ~(kWindow - 1));
+    const uint8_t* upto = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(range_ + end) & ~(kWindow - 1));
     mapping_->DropPages(dropped_, static_cast<size_t>(upto - dropped_));
     dropped_ = upto;
   }
   // The rest, once nothing reads the range any more; [from, end) was read
   // last (the tail, which may reach into a window dropped before).
-  void Rest(const uint8_t* from, const uint8_t* end) {
-    from = std::min(from, dropped_);
-    if (mapping_ != nullptr && end > from) mapping_->DropPages(from, static_cast<size_t>(end - from));
+  void Rest(uint64_t from, uint64_t end) {
+    if (mapping_ == nullptr) return;
+    const uint8_t* first = std::min(range_ + from, dropped_);
+    if (range_ + end > first) mapping_->DropPages(first, static_cast<size_t>(range_ + end - first));
   }
 
  private:
   const MappedFile* mapping_;
+  const uint8_t* range_;
   const uint8_t* dropped_;
 };
 
@@ -325,8 +329,7 @@ uint64_t HashOnTwoThreads(const Source& src, uint64_t size) {
   bool scrambling = false, failed = false;
   std::vector<bool> ready(kRing, false);
   std::exception_ptr error;
-  const uint8_t* range = src.Mapping() != nullptr ? src.mem->data + src.base : nullptr;
-  DropBehind drop(src.Mapping(), range);  // by the scrambling thread only
+  DropBehind drop(src);  // by the scrambling thread only
 
   auto work = [&] {
     std::vector<uint8_t> buf(src.fd >= 0 ? kReadBlocks * kBlockBytes : 0);
@@ -357,7 +360,7 @@ uint64_t HashOnTwoThreads(const Source& src, uint64_t size) {
           lock.unlock();
           const size_t cn = static_cast<size_t>(std::min<uint64_t>(kChunkBlocks, blocks - c * kChunkBlocks));
           Scramble(acc, &ring[(c % kRing) * kChunkBlocks], cn);
-          if (range != nullptr) drop.ReadUpTo(range + (c * kChunkBlocks + cn) * kBlockBytes);
+          drop.ReadUpTo((c * kChunkBlocks + cn) * kBlockBytes);
           lock.lock();
           ready[c % kRing] = false;
           scrambling = false;
@@ -401,7 +404,7 @@ uint64_t HashOnTwoThreads(const Source& src, uint64_t size) {
     p = buf.data();
   }
   const uint64_t h = Finish(acc, p, tail, size);
-  if (range != nullptr) drop.Rest(range + tail_at - kStripe, range + size);
+  drop.Rest(tail_at - kStripe, size);
   return h;
 }
 
