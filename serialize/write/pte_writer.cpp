@@ -409,7 +409,11 @@ namespace {
 // (its key and content indexes, the moved constants' Buffer tables, all
 // freed among live tables) a split of 300,000 constants kept 53 MB more at
 // the encoder's peak (peak RSS 487 -> 434 MB; malloc_trim costs 0.1 s of
-// system time there).
+// system time there). Once the program is encoded its tree (230 MB there)
+// is free heap the .ptd's layout and the read-back of the outputs grew on
+// top of (in the pages the tree left: 437 MB at the read-back once the
+// encoder's buffer stopped doubling); and the .ptd's layout leaves its
+// FlatTensor tree and indexes (200 MB resident at the read-back).
 void ReturnFreePages() {
 #if defined(__GLIBC__)
   malloc_trim(0);
@@ -420,8 +424,9 @@ void ReturnFreePages() {
 // (no pieces: LayoutPteHead).
 PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segments) {
   PackageParts pkg = std::move(in);
+  const bool external = cfg.external_constants || cfg.external_constants_fn || cfg.external_mutable_weights;
   ApplyPlacement(pkg, cfg);
-  if (cfg.external_constants || cfg.external_constants_fn || cfg.external_mutable_weights) ReturnFreePages();
+  if (external) ReturnFreePages();
   const LayoutSettings s = LayoutSettingsOf(cfg);
   DedupMutableData(pkg);
   Program p{*pkg.program};
@@ -437,6 +442,7 @@ PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segme
   pieces = PtePieces{};  // the segments view the data; the lists are not needed
   fb::Encoded enc = EncodeProgram(*pkg.program, s, plan.segments.size());
   pkg.program.reset();  // the segments view the data, not the tree
+  if (external) ReturnFreePages();
   out.flatbuffer_size = enc.data.size();
   PteHeadInputs head;
   head.flatbuffer_size = enc.data.size();
@@ -784,6 +790,7 @@ PackageLayout LayoutFiles(PteLayout&& pte) {
     l.ptds.push_back(LayoutPtd(ef, l.pte.ptd_segment_alignment));
     std::vector<NamedBlob>().swap(ef.entries);
   }
+  if (!l.ptds.empty()) ReturnFreePages();
   return l;
 }
 
