@@ -1,7 +1,9 @@
 #include "serialize/model/placement.h"
 
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -34,16 +36,62 @@ std::shared_ptr<fb::Table> LayoutFor(const fb::Table& t) {
 // Where each external key is: (file index in pkg.external, entry index).
 // Built once per placement, so finding a key is O(1), not a scan of every
 // entry of every file (300,000 tensors: minutes of memcmp). For a key in
-// several files, the last one, as the scans found it.
-using KeyIndex = std::unordered_map<std::string, std::pair<size_t, size_t>>;
-
-KeyIndex IndexKeys(const PackageParts& pkg) {
-  KeyIndex index;
-  for (size_t f = 0; f < pkg.external.size(); ++f) {
-    for (size_t e = 0; e < pkg.external[f].entries.size(); ++e) index[pkg.external[f].entries[e].key] = {f, e};
+// several files, the last one, as the scans found it. The keys stay in the
+// entries: a slot is the two indexes (8 bytes), in a table open-addressed by
+// the key's hash. An unordered_map of copied keys was 29 MB for 300,000
+// tensors, live at the peak of a split (placement's).
+class KeyIndex {
+ public:
+  struct Where {
+    size_t file, entry;
+  };
+  explicit KeyIndex(const PackageParts& pkg) : pkg_(pkg) {
+    for (size_t f = 0; f < pkg.external.size(); ++f) {
+      for (size_t e = 0; e < pkg.external[f].entries.size(); ++e) Set(pkg.external[f].entries[e].key, f, e);
+    }
   }
-  return index;
-}
+
+  std::optional<Where> Find(std::string_view key) const {
+    if (slots_.empty()) return std::nullopt;
+    const Slot& s = slots_[Probe(key)];
+    if (s.file == 0) return std::nullopt;
+    return Where{s.file - 1u, s.entry};
+  }
+
+  // Adds the key, or moves it to (file, entry).
+  void Set(std::string_view key, size_t file, size_t entry) {
+    if (file >= UINT32_MAX || entry > UINT32_MAX) throw Error("limit-exceeded", "too many external entries");
+    if (4 * (used_ + 1) > 3 * slots_.size()) Grow();
+    Slot& s = slots_[Probe(key)];
+    if (s.file == 0) ++used_;
+    s = Slot{static_cast<uint32_t>(file + 1), static_cast<uint32_t>(entry)};
+  }
+
+ private:
+  struct Slot {
+    uint32_t file = 0;  // file index + 1; 0: empty
+    uint32_t entry = 0;
+  };
+  const std::string& KeyOf(const Slot& s) const { return pkg_.external[s.file - 1].entries[s.entry].key; }
+  // The slot holding `key`, or the empty slot where it would go.
+  size_t Probe(std::string_view key) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = std::hash<std::string_view>()(key) & mask;; i = (i + 1) & mask) {
+      if (slots_[i].file == 0 || KeyOf(slots_[i]) == key) return i;
+    }
+  }
+  void Grow() {
+    std::vector<Slot> old(slots_.empty() ? 1024 : 2 * slots_.size());
+    old.swap(slots_);
+    for (const Slot& s : old) {
+      if (s.file != 0) slots_[Probe(KeyOf(s))] = s;
+    }
+  }
+
+  const PackageParts& pkg_;
+  std::vector<Slot> slots_;  // a power of two, at most 3/4 used
+  size_t used_ = 0;
+};
 
 // A new file's entries are reserved for `expected` tensors: growing by
 // doubling held up to twice them.
@@ -58,17 +106,18 @@ size_t FileFor(PackageParts& pkg, const std::string& tag, size_t expected) {
 
 // Adds `b` to `file` under a key ExternalKey chose: `found` is the entry the
 // key already has (in this file, the data must be the same), or null.
-void AddEntry(PackageParts& pkg, KeyIndex& index, size_t file, NamedBlob b, const std::pair<size_t, size_t>* found) {
+void AddEntry(PackageParts& pkg, KeyIndex& index, size_t file, NamedBlob b,
+              const std::optional<KeyIndex::Where>& found) {
   ExternalFile& f = pkg.external[file];
-  if (found && found->first == file) {
-    if (!f.entries[found->second].data.Equals(b.data)) {
+  if (found && found->file == file) {
+    if (!f.entries[found->entry].data.Equals(b.data)) {
       throw Error("duplicate-key",
                   "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
     }
     return;
   }
-  index.insert_or_assign(b.key, std::make_pair(file, f.entries.size()));
   f.entries.push_back(std::move(b));
+  index.Set(f.entries.back().key, file, f.entries.size() - 1);
 }
 
 bool SameField(const fb::Value& a, const fb::Value& b) {
@@ -90,20 +139,20 @@ bool SameLayout(const fb::Table& a, const fb::Table& b) {
 // gets `base` (constant_<buffer> / mutable_<buffer>) unless tensors of another layout, or in
 // another file, already use it; then `base_1`, `base_2`, ...
 // `*existing` is where the returned key already is (in `tag`'s file, of the
-// same layout), or null for a new key: one lookup serves AddEntry too.
+// same layout), or empty for a new key: one lookup serves AddEntry too.
 std::string ExternalKey(const PackageParts& pkg, const KeyIndex& index, const std::string& tag, const std::string& base,
-                        bool named, const fb::Table& layout, const std::pair<size_t, size_t>** existing) {
-  *existing = nullptr;
+                        bool named, const fb::Table& layout, std::optional<KeyIndex::Where>* existing) {
+  existing->reset();
   for (int n = 0;; ++n) {
     std::string key = n == 0 ? base : base + "_" + std::to_string(n);
-    auto it = index.find(key);
-    if (it == index.end()) return key;
-    const ExternalFile* file = &pkg.external[it->second.first];
-    const NamedBlob* found = &file->entries[it->second.second];
+    const std::optional<KeyIndex::Where> at = index.Find(key);
+    if (!at) return key;
+    const ExternalFile* file = &pkg.external[at->file];
+    const NamedBlob* found = &file->entries[at->entry];
     const bool same_file = file->tag == tag;
     const bool same_layout = found->tensor_layout && SameLayout(*found->tensor_layout, layout);
     if (same_file && same_layout) {
-      *existing = &it->second;
+      *existing = at;
       return key;
     }
     if (named) {
@@ -153,7 +202,7 @@ class ExternalMover {
         cb_(Program{*pkg.program}.constant_buffer()),
         still_used_(cb_.elems().size(), false),
         mut_used_(pkg.mutable_data ? pkg.mutable_data->size() : 0, false),
-        keys_(IndexKeys(pkg)) {}
+        keys_(pkg) {}
 
   void Run() {
     ForEachTensorCow(*pkg_.program, [&](const fb::Table& plan, uint32_t vi, const fb::Table& t,
@@ -214,7 +263,7 @@ class ExternalMover {
     const std::shared_ptr<fb::Table>& layout = SharedLayoutFor(t);
     const bool named = !info.name.empty();
     const std::string base = named ? info.name : (info.mutable_weight ? "mutable_" : "constant_") + std::to_string(idx);
-    const std::pair<size_t, size_t>* found = nullptr;
+    std::optional<KeyIndex::Where> found;
     const std::string key = ExternalKey(pkg_, keys_, tag, base, named, *layout, &found);
     // Alignment 1, as serialize_for_executorch adds external constants to its
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
