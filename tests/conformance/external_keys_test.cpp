@@ -73,6 +73,21 @@ TEST(WriterExternalKeys, SharedBytesInTwoFilesGetAKeyEach) {
   ExpectLoadsWithBothShapes(wr);
 }
 
+// Placement frees a constant's Buffer table once every tensor of it has moved (split28): here
+// one of its two tensors moves and the other keeps the data in the program, which the runtime
+// must still find there, with the .ptd holding the moved one's copy.
+TEST(WriterExternalKeys, SharedBytesMovedForOneMethodStayForTheOther) {
+  PTEPACK_REQUIRE_RUNTIME_ORACLE();
+  BackendConfig config;
+  config.external_constants_fn = [](const ConstantTensorInfo& t) -> std::optional<std::string> {
+    return t.method == "a" ? std::optional<std::string>("fa") : std::nullopt;
+  };
+  const std::string dir = ScratchDir("external_keys_one_moved");
+  WriteResult wr = WritePackage(SharedBytesProgram("", ""), config, dir + "/p.pte");
+  ASSERT_EQ(wr.ptds.size(), 1u);
+  ExpectLoadsWithBothShapes(wr);
+}
+
 TEST(WriterExternalKeys, OneNameForTwoShapesIsRefused) {
   BackendConfig config;
   config.external_constants = true;
