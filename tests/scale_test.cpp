@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -124,39 +125,52 @@ TEST(ScaleDedup, BytesHasherGivesXxh3OfTheBytes) {
 // not read, pieces of one size are told apart by the XXH3 of their first
 // 4096 bytes, and only pieces whose prefixes are equal are hashed whole
 // before the byte compare. Counted in bytes read to hash, derived by hand.
-TEST(ScaleDedup, HashesWholePiecesOnlyWhenSizeAndPrefixAreEqual) {
-  const std::string dir = TempDir("scale_dedup_prefix");
+// The same for an index that keeps the pieces itself and for one that reads
+// them back from the caller (placement's and the .ptd's, split28).
+class ScaleDedup : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ScaleDedup, HashesWholePiecesOnlyWhenSizeAndPrefixAreEqual) {
+  const std::string dir = TempDir(GetParam() ? "scale_dedup_prefix_ref" : "scale_dedup_prefix");
   constexpr size_t kPiece = 1 << 20, kPieces = 16;
   std::vector<uint8_t> data(kPiece * kPieces);
   std::mt19937 rng(11);
   for (auto& c : data) c = static_cast<uint8_t>(rng());
   testing::WriteFile(dir + "/data.bin", data);
   auto m = MappedFile::Open(dir + "/data.bin");
-  DedupIndex idx;
+  std::map<size_t, Bytes> kept;  // what the caller keeps, for the index that reads it back
+  DedupIndex idx = GetParam() ? DedupIndex([&kept](size_t id) { return kept.at(id); }) : DedupIndex();
+  auto find_or_add = [&](const Bytes& b, size_t id) {
+    std::optional<size_t> same = idx.FindOrAdd(b, id);
+    if (!same) kept[id] = b;
+    return same;
+  };
   // Sizes 1..16 bytes: each size once, nothing read.
-  for (size_t n = 1; n <= 16; ++n) EXPECT_FALSE(idx.FindOrAdd(m->View(n * 100, n), 100 + n));
+  for (size_t n = 1; n <= 16; ++n) EXPECT_FALSE(find_or_add(m->View(n * 100, n), 100 + n));
   EXPECT_EQ(idx.bytes_hashed(), 0u);
   // 16 distinct pieces of 1 MiB: the first is hashed when the second comes, then each its prefix.
-  for (size_t i = 0; i < kPieces; ++i) EXPECT_FALSE(idx.FindOrAdd(m->View(i * kPiece, kPiece), i));
+  for (size_t i = 0; i < kPieces; ++i) EXPECT_FALSE(find_or_add(m->View(i * kPiece, kPiece), i));
   EXPECT_EQ(idx.bytes_hashed(), kPieces * kDedupPrefix);
   // A copy of piece 5 in memory: its prefix, then it and piece 5 whole.
-  EXPECT_EQ(idx.FindOrAdd(Bytes::Copy(data.data() + 5 * kPiece, kPiece), 99), std::optional<size_t>(5));
+  EXPECT_EQ(find_or_add(Bytes::Copy(data.data() + 5 * kPiece, kPiece), 99), std::optional<size_t>(5));
   EXPECT_EQ(idx.bytes_hashed(), (kPieces + 1) * kDedupPrefix + 2 * kPiece);
   EXPECT_EQ(idx.hits(), 1u);
   EXPECT_EQ(idx.bytes_saved(), kPiece);
   // Piece 7 with its last byte changed: same prefix, other bytes: a new entry.
   std::vector<uint8_t> near(data.begin() + 7 * kPiece, data.begin() + 8 * kPiece);
   near.back() ^= 1;
-  EXPECT_FALSE(idx.FindOrAdd(Bytes::Copy(near.data(), near.size()), 50));
+  EXPECT_FALSE(find_or_add(Bytes::Copy(near.data(), near.size()), 50));
   EXPECT_EQ(idx.bytes_hashed(), (kPieces + 2) * kDedupPrefix + 4 * kPiece);
   // ... and later found as itself; piece 7's whole hash is not computed again.
-  EXPECT_EQ(idx.FindOrAdd(Bytes::Copy(near.data(), near.size()), 51), std::optional<size_t>(50));
+  EXPECT_EQ(find_or_add(Bytes::Copy(near.data(), near.size()), 51), std::optional<size_t>(50));
   EXPECT_EQ(idx.bytes_hashed(), (kPieces + 3) * kDedupPrefix + 5 * kPiece);
   // Equal small pieces (no longer than the prefix) are found by their one hash.
-  EXPECT_EQ(idx.FindOrAdd(Bytes::Copy(data.data() + 300, 3), 7), std::optional<size_t>(103));
+  EXPECT_EQ(find_or_add(Bytes::Copy(data.data() + 300, 3), 7), std::optional<size_t>(103));
   EXPECT_EQ(idx.bytes_hashed(), (kPieces + 3) * kDedupPrefix + 5 * kPiece + 3 + 3);
   EXPECT_EQ(idx.hits(), 3u);
 }
+
+INSTANTIATE_TEST_SUITE_P(KeptOrReadBack, ScaleDedup, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "ReadBack" : "Kept"; });
 
 std::string ReadText(const std::string& path) {
   auto v = testing::ReadFile(path);

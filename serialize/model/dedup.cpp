@@ -11,6 +11,7 @@ namespace ptepack {
 uint64_t Xxh3(const Bytes& b) { return HashBytes(b); }
 
 DedupIndex::DedupIndex() = default;
+DedupIndex::DedupIndex(std::function<Bytes(size_t id)> bytes_of) : bytes_of_(std::move(bytes_of)) {}
 DedupIndex::~DedupIndex() = default;
 DedupIndex::DedupIndex(DedupIndex&&) noexcept = default;
 DedupIndex& DedupIndex::operator=(DedupIndex&&) noexcept = default;
@@ -30,22 +31,29 @@ uint64_t DedupIndex::Whole(const Bytes& b, uint64_t prefix) {
 }
 
 // Whole() of an entry in the index, computed once.
-uint64_t DedupIndex::Whole(const Entry& e, uint64_t prefix) {
-  if (e.data.size <= kDedupPrefix) return prefix;
-  auto it = whole_.find(&e);
-  if (it == whole_.end()) it = whole_.emplace(&e, Whole(e.data, prefix)).first;
+uint64_t DedupIndex::WholeOf(Ref r, uint64_t prefix) {
+  const Bytes data = DataOf(r);
+  if (data.size <= kDedupPrefix) return prefix;
+  auto it = whole_.find(r);
+  if (it == whole_.end()) it = whole_.emplace(r, Whole(data, prefix)).first;
   return it->second;
+}
+
+DedupIndex::Ref DedupIndex::Add(const Bytes& b, size_t id) {
+  if (bytes_of_) return id;
+  kept_.push_back(Entry{b, id});
+  return kept_.size() - 1;
 }
 
 std::optional<size_t> DedupIndex::FindOrAdd(const Bytes& b, size_t id) {
   SameSize& group = by_size_[b.size];
   if (!group.unhashed && group.by_prefix.empty()) {
-    group.unhashed = Entry{b, id};
+    group.unhashed = Add(b, id);
     return std::nullopt;
   }
   if (group.unhashed) {
-    const uint64_t prefix = Prefix(group.unhashed->data);
-    group.by_prefix.emplace(prefix, std::move(*group.unhashed));
+    const uint64_t prefix = Prefix(DataOf(*group.unhashed));
+    group.by_prefix.emplace(prefix, *group.unhashed);
     group.unhashed.reset();
   }
   const uint64_t prefix = Prefix(b);
@@ -54,14 +62,15 @@ std::optional<size_t> DedupIndex::FindOrAdd(const Bytes& b, size_t id) {
   std::optional<uint64_t> whole;
   for (auto it = range.first; it != range.second; ++it) {
     if (!whole) whole = Whole(b, prefix);
-    if (Whole(it->second, prefix) == *whole && it->second.data.Equals(b)) {
+    if (WholeOf(it->second, prefix) == *whole && DataOf(it->second).Equals(b)) {
       bytes_saved_ += b.size;
       ++hits_;
-      return it->second.id;
+      return IdOf(it->second);
     }
   }
-  auto added = group.by_prefix.emplace(prefix, Entry{b, id});
-  if (whole && b.size > kDedupPrefix) whole_.emplace(&added->second, *whole);
+  const Ref added = Add(b, id);
+  group.by_prefix.emplace(prefix, added);
+  if (whole && b.size > kDedupPrefix) whole_.emplace(added, *whole);
   return std::nullopt;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -24,6 +26,11 @@ constexpr uint64_t kDedupPrefix = 4096;
 class DedupIndex {
  public:
   DedupIndex();
+  // An index that keeps no copy of the pieces (a Bytes is 48 bytes, with its
+  // owner): `bytes_of(id)` gives the bytes added under `id` again, from
+  // where the caller keeps them. 40 bytes an entry instead of 88: placement's
+  // index of 300,000 external constants, and the .ptd's, held 29 MB each.
+  explicit DedupIndex(std::function<Bytes(size_t id)> bytes_of);
   ~DedupIndex();
   DedupIndex(DedupIndex&&) noexcept;
   DedupIndex& operator=(DedupIndex&&) noexcept;
@@ -38,6 +45,8 @@ class DedupIndex {
   uint64_t bytes_hashed() const { return bytes_hashed_; }
 
  private:
+  // An entry is a reference: its id with bytes_of_, else its place in kept_.
+  using Ref = size_t;
   struct Entry {
     Bytes data;
     size_t id;
@@ -45,17 +54,22 @@ class DedupIndex {
   // The entries of one size: the first one unhashed until a second arrives,
   // then each under the XXH3 of its first kDedupPrefix bytes.
   struct SameSize {
-    std::optional<Entry> unhashed;
-    std::unordered_multimap<uint64_t, Entry> by_prefix;
+    std::optional<Ref> unhashed;
+    std::unordered_multimap<uint64_t, Ref> by_prefix;
   };
+  Ref Add(const Bytes& b, size_t id);
+  Bytes DataOf(Ref r) const { return bytes_of_ ? bytes_of_(r) : kept_[r].data; }
+  size_t IdOf(Ref r) const { return bytes_of_ ? r : kept_[r].id; }
   uint64_t Prefix(const Bytes& b);
   uint64_t Whole(const Bytes& b, uint64_t prefix);
-  uint64_t Whole(const Entry& e, uint64_t prefix);
+  uint64_t WholeOf(Ref r, uint64_t prefix);
 
+  std::function<Bytes(size_t)> bytes_of_;
+  std::deque<Entry> kept_;  // without bytes_of_
   std::unordered_map<uint64_t, SameSize> by_size_;
   // XXH3 of all of a piece longer than the prefix, once it was needed (few
   // pieces: those whose prefix equals another's).
-  std::unordered_map<const Entry*, uint64_t> whole_;
+  std::unordered_map<Ref, uint64_t> whole_;
   std::unique_ptr<BytesHasher> hasher_;  // one open source file, one buffer
   uint64_t bytes_saved_ = 0;
   uint64_t bytes_hashed_ = 0;

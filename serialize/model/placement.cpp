@@ -107,18 +107,20 @@ size_t FileFor(PackageParts& pkg, const std::string& tag, size_t expected) {
 
 // Adds `b` to `file` under a key ExternalKey chose: `found` is the entry the
 // key already has (in this file, the data must be the same), or null.
-void AddEntry(PackageParts& pkg, KeyIndex& index, size_t file, NamedBlob b,
-              const std::optional<KeyIndex::Where>& found) {
+// Returns the entry that holds `b`'s bytes.
+KeyIndex::Where AddEntry(PackageParts& pkg, KeyIndex& index, size_t file, NamedBlob b,
+                         const std::optional<KeyIndex::Where>& found) {
   ExternalFile& f = pkg.external[file];
   if (found && found->file == file) {
     if (!f.entries[found->entry].data.Equals(b.data)) {
       throw Error("duplicate-key",
                   "external key \"" + b.key + "\" is used for two different tensors in " + f.tag + ".ptd");
     }
-    return;
+    return *found;
   }
   f.entries.push_back(std::move(b));
   index.Set(f.entries.back().key, file, f.entries.size() - 1);
+  return KeyIndex::Where{file, f.entries.size() - 1};
 }
 
 bool SameField(const fb::Value& a, const fb::Value& b) {
@@ -203,7 +205,11 @@ class ExternalMover {
         cb_(Program{*pkg.program}.constant_buffer()),
         still_used_(cb_.elems().size(), false),
         mut_used_(pkg.mutable_data ? pkg.mutable_data->size() : 0, false),
-        keys_(pkg) {}
+        keys_(pkg),
+        external_dedup_([this](size_t id) {
+          const KeyIndex::Where& w = external_at_[id];
+          return pkg_.external[w.file].entries[w.entry].data;
+        }) {}
 
   void Run() {
     CountConstantUses();
@@ -286,7 +292,8 @@ class ExternalMover {
     const std::string key = ExternalKey(pkg_, keys_, tag, base, named, *layout, &found);
     // Alignment 1, as serialize_for_executorch adds external constants to its
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
-    AddEntry(pkg_, keys_, FileFor(pkg_, tag, ExpectedPerFile()), NamedBlob{key, data, 1, layout}, found);
+    const KeyIndex::Where at =
+        AddEntry(pkg_, keys_, FileFor(pkg_, tag, ExpectedPerFile()), NamedBlob{key, data, 1, layout}, found);
     Tensor tensor{t};
     auto& eti = tensor.extra_tensor_info();
     if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
@@ -302,6 +309,7 @@ class ExternalMover {
       external_index = static_cast<uint32_t>(*same);
     } else {
       ++next_external_index_;
+      external_at_.push_back(at);  // the entry holds these bytes
     }
     tensor.set_data_buffer_idx(external_index);
   }
@@ -381,8 +389,9 @@ class ExternalMover {
   std::string layout_key_;
   bool any_const_moved_ = false;
   uint32_t next_external_index_ = 0;
-  DedupIndex external_dedup_;
-  fb::TableArena key_bytes_;  // KeyValue's
+  std::vector<KeyIndex::Where> external_at_;  // an entry with each external index's bytes
+  DedupIndex external_dedup_;                 // reads them from there
+  fb::TableArena key_bytes_;                  // KeyValue's
 };
 
 // Drops every Chain.stacktrace (owning only the plans and chains that have one).

@@ -179,7 +179,7 @@ std::vector<uint64_t> Sizes(const std::vector<Bytes>& items) {
 std::vector<BlobSpec> Specs(const std::vector<Bytes>& items, const std::vector<uint64_t>& alignments,
                             bool skip_empty = false) {
   std::vector<BlobSpec> specs;
-  DedupIndex dedup;
+  DedupIndex dedup([&items](size_t i) { return items[i]; });
   for (size_t i = 0; i < items.size(); ++i) {
     size_t content = i;
     if (!(skip_empty && items[i].size == 0)) content = dedup.FindOrAdd(items[i], i).value_or(i);
