@@ -5,7 +5,6 @@
 #include <cstring>
 #include <mutex>
 #include <new>
-#include <set>
 #include <unordered_map>
 
 #include "ptepack/error.h"
@@ -388,40 +387,40 @@ class Encoder {
   // is allocated once: it grew by doubling, and a 26 MB program had its 16 MB
   // buffer copied into a 32 MB one, both resident (and the 8 and 16 MB ones
   // left among the heap's free pages). A table is its offset to the vtable,
-  // its fields and room to align them; a vtable is counted once per object
-  // and set of present fields (identical vtables are shared; each producer
-  // shares at least those); strings and vectors are their length, bytes and
-  // padding to 4, and room for a force_align.
-  uint64_t SizeEstimate(const Table& t) {
-    const ObjectPlan& plan = PlanOf(*t.def);
-    const size_t nf = std::min(t.fields.size(), plan.fields.size());
+  // its fields (defaults too) and room to align them; strings and vectors
+  // are their length, bytes and padding (force_align is not looked up:
+  // what it adds past the estimate grows the buffer as before). Vtables are
+  // not counted: the tables of a program share a few. Read from the values
+  // alone, without the schema (looking the plan up per table made it a
+  // third of the encode).
+  static uint64_t SizeEstimate(const Table& t) {
     uint64_t n = 8;
-    uint64_t present = 0;
-    for (size_t id = 0; id < nf; ++id) {
-      const Value& v = t.fields[id];
-      const FieldPlan& fp = plan.fields[id];
-      if (!v.present() || fp.f == nullptr) continue;
-      if (id < 64) present |= uint64_t{1} << id;
-      if (fp.size != 0) {
-        if (!fp.Default(v.bits())) n += fp.size;  // a default is left out
-        continue;
-      }
-      n += 4;
-      if (fp.type == reflection::String) {
-        n += Padded4(4 + v.scalars_size() + 1);
-      } else if (fp.type == reflection::Obj || fp.type == reflection::Union) {
-        if (v.table()) n += SizeEstimate(*v.table());
-      } else if (fp.type == reflection::Vector) {
-        const size_t force = ForceAlign(*t.def, *fp.f);
-        n += 4 + (force > 4 ? force : 4) + Padded4(v.scalars_size());
-        for (const Value& e : v.elems()) {
-          n += 4;
-          if (e.table()) n += SizeEstimate(*e.table());
-          if (e.kind == Value::Kind::kString) n += Padded4(4 + e.scalars_size() + 1);
-        }
+    for (const Value& v : t.fields) {
+      switch (v.kind) {
+        case Value::Kind::kScalar:
+          n += ScalarSize(v.type);
+          break;
+        case Value::Kind::kString:
+          n += 4 + Padded4(4 + v.scalars_size() + 1);
+          break;
+        case Value::Kind::kTable:
+          n += 4 + (v.table() ? SizeEstimate(*v.table()) : 0);
+          break;
+        case Value::Kind::kScalarVector:
+          n += 4 + 8 + Padded4(v.scalars_size());
+          break;
+        case Value::Kind::kOffsetVector:
+          n += 4 + 8;
+          for (const Value& e : v.elems()) {
+            n += 4;
+            if (e.table()) n += SizeEstimate(*e.table());
+            if (e.kind == Value::Kind::kString) n += Padded4(4 + e.scalars_size() + 1);
+          }
+          break;
+        case Value::Kind::kAbsent:
+          break;
       }
     }
-    if (vtables_.insert({t.def, present}).second) n += 4 + 2 * plan.fields.size();
     return n;
   }
   static uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
@@ -443,7 +442,6 @@ class Encoder {
   Emitter e_;
   std::unordered_map<const reflection::Field*, size_t> force_align_;
   std::unordered_map<const reflection::Object*, ObjectPlan> plans_;
-  std::set<std::pair<const reflection::Object*, uint64_t>> vtables_;  // SizeEstimate's
 };
 
 class Decoder {
