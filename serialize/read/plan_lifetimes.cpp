@@ -2338,7 +2338,6 @@ void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<
       e.name = NameOf(t->tensor);
       e.initial = t->tensor->data_buffer_idx();
     }
-    e.text = DescribeStorage(m, st);
     e.where = t->tensor->allocation_info() ? static_cast<const void*>(t->tensor->allocation_info())
                                            : static_cast<const void*>(t->tensor);
     out.push_back(std::move(e));
