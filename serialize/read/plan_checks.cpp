@@ -359,7 +359,7 @@ void CheckMemoryPlan(const Where& w, const efb::Program& program, const ProgramL
   std::vector<StateBufferEntry> entries;
   for (size_t k = 0; k < lt.methods.size(); ++k) {
     CheckMethod(w, program, lt.methods[k], sc);
-    AddStateBufferEntries(lt.methods[k], k, entries);
+    AddStateBufferEntries(lt.methods[k], k, entries, /*persistent_only=*/lt.methods.size() == 1);
   }
   if (!entries.empty()) {
     CheckSharedState(w, program, entries, [&](size_t method) -> const MethodLifetimes& { return lt.methods[method]; });
@@ -377,7 +377,7 @@ void CheckMemoryPlan(const Where& w, const efb::Program& program) {
   for (size_t k = 0; k < plans->size(); ++k) {
     const MethodLifetimes& m = d.Derive(k);
     CheckMethod(w, program, m, sc);
-    AddStateBufferEntries(m, k, entries);
+    AddStateBufferEntries(m, k, entries, /*persistent_only=*/plans->size() == 1);
   }
   // A finding's text derives its methods again (the same lifetimes: nothing
   // of the first pass is kept for it).
