@@ -262,6 +262,48 @@ TEST(JsonTree, KeysInAnyOrderGiveTheParsersTree) {
   EXPECT_EQ(fb::TreeFromJson(fb::ProgramSchema(), unknown), nullptr);
 }
 
+// Integers are read as their digits are scanned up to 18 digits; past that,
+// and with a sign, a leading zero, a fraction or an exponent, the long way.
+// Each edge, in a long (int_val), a uint32 (memory_offset_low), a uint64
+// (mutable offsets) and a byte (dim_order), gives the parser's tree or is left
+// to the parser, as it must; the plain ones are read directly.
+TEST(JsonTree, IntegersAtEveryLengthGiveTheParsersTree) {
+  const std::string base = kSmall;
+  const std::vector<std::pair<std::string, std::string>> fields = {{"-9223372036854775808", "int_val"},
+                                                                   {"4294967295", "memory_offset_low"},
+                                                                   {"18446744073709551615", "mutable offsets"},
+                                                                   {"\"dim_order\": [0, 1]", "dim_order"}};
+  const std::vector<std::string> plain = {"0", "7", "255", "999999999999999999", "123456789012345678"};
+  const std::vector<std::string> other = {"1234567890123456789",
+                                          "9223372036854775807",
+                                          "9223372036854775808",
+                                          "18446744073709551615",
+                                          "18446744073709551616",
+                                          "00",
+                                          "07",
+                                          "0.5",
+                                          "5e2",
+                                          "5E2",
+                                          "1.0",
+                                          "-7",
+                                          "-0",
+                                          "256",
+                                          "4294967296"};
+  size_t direct = 0;
+  for (const auto& [from, what] : fields) {
+    for (const auto* tokens : {&plain, &other}) {
+      for (const std::string& tok : *tokens) {
+        std::string t = base;
+        const size_t at = t.find(from);
+        ASSERT_NE(at, std::string::npos) << from;
+        t.replace(at, from.size(), what == "dim_order" ? "\"dim_order\": [0, " + tok + "]" : tok);
+        if (ExpectSameTree(t, what + " = " + tok)) ++direct;
+      }
+    }
+  }
+  EXPECT_GE(direct, fields.size() * 3) << "plain integers are read directly";
+}
+
 // Random one-place edits: the direct reader may leave any text to the
 // parser, but a tree it gives must be the parser's.
 TEST(JsonTree, RandomEditsNeverGiveAnotherTree) {

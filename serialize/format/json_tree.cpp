@@ -264,6 +264,22 @@ class Reader {
       if (Literal("false")) return 0;
       throw NotMine{};
     }
+    // A plain non-negative integer of at most 18 digits (almost every number
+    // of a program): its value as its digits are read, once. A sign, a
+    // leading zero, a fraction, an exponent or more digits go the long way.
+    if (!IsFloat(t) && *p_ >= '0' && *p_ <= '9') {
+      const char* q = p_;
+      uint64_t mag = 0;
+      while (q < end_ && *q >= '0' && *q <= '9' && q - p_ < 18) mag = mag * 10 + static_cast<uint64_t>(*q++ - '0');
+      const bool ends = q == end_ || (*q != '.' && *q != 'e' && *q != 'E' && (*q < '0' || *q > '9'));
+      if (ends && (*p_ != '0' || q - p_ == 1)) {
+        p_ = q;
+        if (t == reflection::ULong) return mag;
+        const auto v = static_cast<int64_t>(mag);
+        if (enum_index >= 0 && !IsEnumValue(enum_index, v)) throw NotMine{};
+        return IntBits(t, v);
+      }
+    }
     Number n = NumberToken();
     if (IsFloat(t)) return FloatBits(t, n);
     if (!n.integral) throw NotMine{};
