@@ -48,14 +48,28 @@ class Arena {
   size_t cap_ = 0;
 };
 
+// What the reader needs of one field, read from the schema once per parse
+// (reading it from the reflection tables for every key was 6 % of `pack`).
+struct FieldFacts {
+  const reflection::Field* field = nullptr;  // nullptr: no field has this id
+  std::string_view name;
+  uint16_t id = 0;
+  reflection::BaseType type = reflection::None;
+  reflection::BaseType element = reflection::None;  // of a vector
+  int32_t index = -1;                               // the type's object or enum
+  bool deprecated = false;
+  bool optional = false;
+};
+
 // What the reader needs of one schema object, found once per parse.
 struct ObjectInfo {
   const std::vector<const reflection::Field*>* by_id = nullptr;
-  std::unordered_map<std::string_view, const reflection::Field*> by_name;
+  std::vector<FieldFacts> facts;  // by id
+  std::unordered_map<std::string_view, const FieldFacts*> by_name;
   std::vector<uint16_t> required;  // ids of required fields
   // The field whose key followed field id k last time at [k + 1], the first
   // key at [0] (nullptr: none yet).
-  std::vector<const reflection::Field*> next;
+  std::vector<const FieldFacts*> next;
 };
 
 class Reader {
@@ -200,11 +214,22 @@ class Reader {
     if (it != objects_.end()) return it->second;
     ObjectInfo info;
     info.by_id = &s_.FieldsById(obj);
+    info.facts.resize(info.by_id->size());
     for (const reflection::Field* f : *obj.fields()) {
-      info.by_name.emplace(std::string_view(f->name()->c_str(), f->name()->size()), f);
+      FieldFacts& ff = info.facts[f->id()];
+      ff.field = f;
+      ff.name = std::string_view(f->name()->c_str(), f->name()->size());
+      ff.id = f->id();
+      ff.type = f->type()->base_type();
+      ff.element = f->type()->element();
+      ff.index = f->type()->index();
+      ff.deprecated = f->deprecated();
+      ff.optional = f->optional();
+      info.by_name.emplace(ff.name, &ff);
       if (f->required()) info.required.push_back(f->id());
     }
     info.next.assign(info.by_id->size() + 1, nullptr);
+    // The facts' vector moves with `info`, its elements stay where they are.
     return objects_.emplace(&obj, std::move(info)).first->second;
   }
 
@@ -212,13 +237,10 @@ class Reader {
   // first key): first the one that came after `prev` last time (a program
   // gives its tables' keys in the same order again and again; looking each
   // up by name was 4 % of `pack`), then by name.
-  static const reflection::Field* FieldNamed(ObjectInfo& info, const reflection::Field* prev, std::string_view name) {
-    const size_t slot = prev ? prev->id() + 1u : 0u;
-    const reflection::Field* guess = info.next[slot];
-    if (guess && guess->name()->size() == name.size() &&
-        std::memcmp(guess->name()->c_str(), name.data(), name.size()) == 0) {
-      return guess;
-    }
+  static const FieldFacts* FieldNamed(ObjectInfo& info, const FieldFacts* prev, std::string_view name) {
+    const size_t slot = prev ? prev->id + 1u : 0u;
+    const FieldFacts* guess = info.next[slot];
+    if (guess && guess->name == name) return guess;
     auto it = info.by_name.find(name);
     if (it == info.by_name.end()) return nullptr;
     info.next[slot] = it->second;
@@ -380,30 +402,30 @@ class Reader {
     if (info.by_id->size() > 64) throw NotMine{};
     auto t = table_arena_.NewTable(&obj, info.by_id->size());
     uint64_t seen = 0;  // field ids given
-    const reflection::Field* prev = nullptr;
+    const FieldFacts* prev = nullptr;
     // Union values given before their `_type` (nlohmann::json prints keys
     // sorted, so "val" comes before "val_type"): skipped, and read at the end.
-    std::vector<std::pair<const reflection::Field*, const char*>> later;
+    std::vector<std::pair<const FieldFacts*, const char*>> later;
     Expect('{');
     if (Peek('}')) {
       ++p_;
     } else {
       while (true) {
         String();
-        const reflection::Field* named = FieldNamed(info, prev, raw_);
+        const FieldFacts* named = FieldNamed(info, prev, raw_);
         if (named == nullptr) throw NotMine{};
-        const reflection::Field& f = *named;
+        const FieldFacts& f = *named;
         prev = named;
-        const uint64_t bit = uint64_t{1} << f.id();
-        if (f.deprecated() || (seen & bit)) throw NotMine{};
+        const uint64_t bit = uint64_t{1} << f.id;
+        if (f.deprecated || (seen & bit)) throw NotMine{};
         seen |= bit;
         Expect(':');
-        if (f.type()->base_type() == reflection::Union && !TagField(f, *t)->present()) {
+        if (f.type == reflection::Union && !TagField(info, f, *t)->present()) {
           Ws();
           later.emplace_back(&f, p_);
           SkipValue(0);
         } else {
-          ParseField(f, *t, depth);
+          ParseField(info, f, *t, depth);
         }
         Ws();
         if (p_ < end_ && *p_ == ',') {
@@ -418,7 +440,7 @@ class Reader {
       const char* resume = p_;
       for (auto [f, at] : later) {
         p_ = at;
-        ParseField(*f, *t, depth);
+        ParseField(info, *f, *t, depth);
       }
       p_ = resume;
     }
@@ -429,11 +451,10 @@ class Reader {
   }
 
   // The value of union field `f`'s tag: the field before it (`NAME_type`).
-  const Value* TagField(const reflection::Field& f, const Table& t) {
-    const auto& by_id = *Info(*t.def).by_id;
-    const reflection::Field* tf = f.id() > 0 ? by_id[f.id() - 1] : nullptr;
-    if (tf == nullptr || tf->type()->base_type() != reflection::UType) throw NotMine{};
-    return &t.fields[tf->id()];
+  static const Value* TagField(const ObjectInfo& info, const FieldFacts& f, const Table& t) {
+    const FieldFacts* tf = f.id > 0 ? &info.facts[f.id - 1u] : nullptr;
+    if (tf == nullptr || tf->field == nullptr || tf->type != reflection::UType) throw NotMine{};
+    return &t.fields[tf->id];
   }
 
   // Steps over one JSON value (checked when it is read later).
@@ -472,13 +493,12 @@ class Reader {
     }
   }
 
-  void ParseField(const reflection::Field& f, Table& t, size_t depth) {
-    Value& v = t.fields[f.id()];
-    const reflection::Type& type = *f.type();
-    const auto bt = type.base_type();
+  void ParseField(const ObjectInfo& info, const FieldFacts& f, Table& t, size_t depth) {
+    Value& v = t.fields[f.id];
+    const auto bt = f.type;
     if (IsScalarType(bt)) {
-      uint64_t bits = Scalar(bt, bt == reflection::UType || type.index() >= 0 ? type.index() : -1);
-      if (!f.optional() && IsDefault(f, bits)) return;  // left out, as the parser does
+      uint64_t bits = Scalar(bt, bt == reflection::UType || f.index >= 0 ? f.index : -1);
+      if (!f.optional && IsDefault(*f.field, bits)) return;  // left out, as the parser does
       v.kind = Value::Kind::kScalar;
       v.type = bt;
       v.set_bits(bits);
@@ -487,32 +507,32 @@ class Reader {
       v.kind = Value::Kind::kString;
       SetView(v, reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
     } else if (bt == reflection::Obj) {
-      auto child = ParseTable(s_.ObjectAt(type.index()), depth + 1);
+      auto child = ParseTable(s_.ObjectAt(f.index), depth + 1);
       v.kind = Value::Kind::kTable;
       v.mutable_table() = std::move(child);
     } else if (bt == reflection::Union) {
-      const Value& tag = *TagField(f, t);
+      const Value& tag = *TagField(info, f, t);
       const reflection::Object* member =
-          tag.present() ? s_.UnionMember(type.index(), static_cast<uint8_t>(tag.bits())) : nullptr;
+          tag.present() ? s_.UnionMember(f.index, static_cast<uint8_t>(tag.bits())) : nullptr;
       if (member == nullptr) throw NotMine{};
       auto child = ParseTable(*member, depth + 1);
       v.kind = Value::Kind::kTable;
       v.mutable_table() = std::move(child);
     } else if (bt == reflection::Vector) {
-      ParseVector(type, v, depth);
+      ParseVector(f, v, depth);
     } else {
       throw NotMine{};
     }
   }
 
-  void ParseVector(const reflection::Type& type, Value& v, size_t depth) {
-    const auto et = type.element();
+  void ParseVector(const FieldFacts& f, Value& v, size_t depth) {
+    const auto et = f.element;
     Expect('[');
     bool empty = Peek(']');
     if (IsScalarType(et)) {
       if (et == reflection::UType) throw NotMine{};
       const size_t es = ScalarSize(et);
-      const int enum_index = type.index();
+      const int enum_index = f.index;
       bytes_.clear();
       if (!empty) {
         while (true) {
@@ -543,7 +563,7 @@ class Reader {
         e.kind = Value::Kind::kString;
         SetView(e, reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
       } else {
-        auto child = ParseTable(s_.ObjectAt(type.index()), depth + 1);
+        auto child = ParseTable(s_.ObjectAt(f.index), depth + 1);
         e.kind = Value::Kind::kTable;
         e.mutable_table() = std::move(child);
       }
