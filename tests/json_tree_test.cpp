@@ -304,6 +304,36 @@ TEST(JsonTree, IntegersAtEveryLengthGiveTheParsersTree) {
   EXPECT_GE(direct, fields.size() * 3) << "plain integers are read directly";
 }
 
+// Strings are scanned four bytes a step while four remain: an escape, a
+// quote, a control character or a byte past 0x7e at every place of names of
+// 0 to 12 bytes gives the parser's tree or is left to it, and names with short
+// escapes (and '~', the last plain byte) are read directly.
+TEST(JsonTree, StringsWithAStopAtEveryPlaceGiveTheParsersTree) {
+  const std::string base = kSmall;
+  const std::string from = "\"aten::add\"";
+  const size_t at = base.find(from);
+  ASSERT_NE(at, std::string::npos);
+  const std::vector<std::string> direct_stops = {"\\\"", "\\\\", "\\n", "~"};
+  const std::vector<std::string> other_stops = {"\x7f", "\xc3\xa9", "\t"};
+  size_t direct = 0, places = 0;
+  for (size_t len = 0; len <= 12; ++len) {
+    for (size_t k = 0; k <= len; ++k) {
+      ++places;
+      for (const auto* stops : {&direct_stops, &other_stops}) {
+        for (const std::string& stop : *stops) {
+          std::string name(len, 'a');
+          name.insert(k, stop);
+          std::string t = base;
+          t.replace(at, from.size(), "\"" + name + "\"");
+          if (ExpectSameTree(t, "name " + name)) ++direct;
+          if (::testing::Test::HasFailure()) return;
+        }
+      }
+    }
+  }
+  EXPECT_GE(direct, places * direct_stops.size());
+}
+
 // Random one-place edits: the direct reader may leave any text to the
 // parser, but a tree it gives must be the parser's.
 TEST(JsonTree, RandomEditsNeverGiveAnotherTree) {
