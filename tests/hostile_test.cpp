@@ -81,6 +81,14 @@ void Dump(const Finding& f) {
   return ::testing::AssertionFailure() << "no error, expected [" << code << "]; findings:" << AllFindings(r);
 }
 
+// The first error's message ("" when there is none).
+std::string FirstErrorMessage(const Report& r) {
+  for (const auto& f : r.findings()) {
+    if (f.severity == Finding::Severity::kError) return f.message;
+  }
+  return "";
+}
+
 // A warning with `code` at `offset`, and no error at all.
 ::testing::AssertionResult OnlyWarning(const Report& r, const std::string& code, uint64_t offset) {
   if (!r.ok()) return ::testing::AssertionFailure() << "errors reported:" << AllFindings(r);
@@ -446,12 +454,17 @@ TEST(HostilePteIndex, PlanInputs) {
   });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, f->program()->execution_plan()->Get(0))));
+  // arduino_add.pte's method is "forward" with 4 values (0: a constant tensor,
+  // data_buffer_idx 1; 1, 2: planned tensors; 3: an Int) and one chain of one
+  // KernelCall (`ptepack extract`): the messages below name them so.
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: inputs[1] is not a value index");
 }
 
 TEST(HostilePteIndex, PlanOutputs) {
   Buf b = EditPte(Fixture("arduino_add.pte"), [](fb::Table& p) { F(Plan(p), "outputs") = IntVector({-2}); });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, f->program()->execution_plan()->Get(0))));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: outputs[0] is not a value index");
 }
 
 TEST(HostilePteIndex, KernelOpIndex) {
@@ -463,6 +476,7 @@ TEST(HostilePteIndex, KernelOpIndex) {
   auto f = ReadPte(b);
   auto ti = FindTypedInstr(*f->program(), efb::InstructionArguments::KernelCall);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, ti.ins->instr_args_as_KernelCall())));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: chains[0].instructions[0] calls an operator that does not exist");
 }
 
 TEST(HostilePteIndex, KernelArgs) {
@@ -474,6 +488,7 @@ TEST(HostilePteIndex, KernelArgs) {
   auto f = ReadPte(b);
   auto ti = FindTypedInstr(*f->program(), efb::InstructionArguments::KernelCall);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, ti.ins->instr_args_as_KernelCall())));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: chains[0].instructions[0].args[2] is not a value index");
 }
 
 TEST(HostilePteIndex, DelegateIndex) {
@@ -496,6 +511,7 @@ TEST(HostilePteIndex, MoveCall) {
   });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, FirstTypedInstr(*f)->instr_args_as_MoveCall())));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: chains[0].instructions[0].move_from is not a value index");
 }
 
 TEST(HostilePteIndex, FreeCall) {
@@ -505,6 +521,7 @@ TEST(HostilePteIndex, FreeCall) {
   });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, FirstTypedInstr(*f))));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: chains[0].instructions[0].value_index is not a value index");
 }
 
 TEST(HostilePteIndex, JumpFalseCondition) {
@@ -516,6 +533,7 @@ TEST(HostilePteIndex, JumpFalseCondition) {
   auto f = ReadPte(b);
   EXPECT_TRUE(
       FirstError(f->report(), "index-out-of-range", Off(*f, FirstTypedInstr(*f)->instr_args_as_JumpFalseCall())));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: chains[0].instructions[0].cond_value_index is not a value index");
 }
 
 TEST(HostilePteIndex, JumpFalseDestination) {
@@ -564,6 +582,7 @@ TEST(HostilePteIndex, OptionalTensorListItems) {
   auto f = ReadPte(b);
   const auto* values = f->program()->execution_plan()->Get(0)->values();
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, values->Get(values->size() - 1))));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "forward: values[4].items[1] is not a value index");
 }
 
 TEST(HostilePteIndex, DataBufferIdx) {
@@ -576,6 +595,8 @@ TEST(HostilePteIndex, DataBufferIdx) {
   const efb::Tensor* t = FindTypedTensor(*f, [](const efb::Tensor& t) { return t.data_buffer_idx() == 7; });
   ASSERT_NE(t, nullptr);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, t)));
+  EXPECT_EQ(FirstErrorMessage(f->report()),
+            "forward: values[0] (tensor).data_buffer_idx is not a constant buffer index");
 }
 
 TEST(HostilePteIndex, AllocationMemoryId) {
@@ -589,6 +610,8 @@ TEST(HostilePteIndex, AllocationMemoryId) {
       FindTypedTensor(*f, [](const efb::Tensor& t) { return t.allocation_info() && t.allocation_info()->memory_id(); });
   ASSERT_NE(t, nullptr);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, t->allocation_info())));
+  EXPECT_EQ(FirstErrorMessage(f->report()),
+            "forward: values[1] (tensor).allocation_info.memory_id is not a planned buffer");
 }
 
 TEST(HostilePteIndex, ConstantSegmentIndex) {
@@ -596,6 +619,7 @@ TEST(HostilePteIndex, ConstantSegmentIndex) {
                   [](fb::Table& p) { F(*F(p, "constant_segment").table(), "segment_index") = UInt(3); });
   auto f = ReadPte(b);
   EXPECT_TRUE(FirstError(f->report(), "index-out-of-range", Off(*f, f->program()->constant_segment())));
+  EXPECT_EQ(FirstErrorMessage(f->report()), "constant_segment.segment_index refers to a segment that does not exist");
 }
 
 // ---------------------------------------------------------------- memory plan

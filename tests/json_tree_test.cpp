@@ -9,9 +9,11 @@
 #include <flatbuffers/idl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -215,6 +217,121 @@ TEST(JsonTree, LeavesTheUnusualToTheParser) {
   }
   EXPECT_EQ(fb::TreeFromJson(fb::ProgramSchema(), base + " x"), nullptr) << "trailing text";
   EXPECT_EQ(fb::TreeFromJson(fb::ProgramSchema(), base.substr(0, base.size() - 2)), nullptr) << "cut short";
+}
+
+// The reader tries first the key that followed the same key last time in a
+// table of that type: keys in a different order in every table (and an
+// unknown key where a known one was expected) must still give the parser's
+// tree, or be left to it.
+TEST(JsonTree, KeysInAnyOrderGiveTheParsersTree) {
+  std::mt19937_64 rng(28);
+  std::function<void(nlohmann::ordered_json&)> shuffle = [&](nlohmann::ordered_json& j) {
+    if (j.is_array()) {
+      for (auto& e : j) shuffle(e);
+    } else if (j.is_object()) {
+      std::vector<std::pair<std::string, nlohmann::ordered_json>> items;
+      for (auto& [k, v] : j.items()) items.emplace_back(k, v);
+      std::shuffle(items.begin(), items.end(), rng);
+      nlohmann::ordered_json out = nlohmann::ordered_json::object();
+      for (auto& [k, v] : items) {
+        shuffle(v);
+        out[k] = v;
+      }
+      j = out;
+    }
+  };
+  size_t texts = 0;
+  for (const auto& name : PteFixtures()) {
+    const std::string base = FixtureJson(name);
+    if (base.size() >= 200000) continue;
+    for (int i = 0; i < 3; ++i) {
+      auto j = nlohmann::ordered_json::parse(base);
+      shuffle(j);
+      const std::string text = j.dump();
+      EXPECT_TRUE(ExpectSameTree(text, name + " shuffled " + std::to_string(i))) << "keys in another order";
+      ++texts;
+    }
+  }
+  EXPECT_GT(texts, 10u);
+  // A key of another table where the last order predicts a known one.
+  const std::string small = kSmall;
+  const size_t at = small.rfind("\"storage_offset\"");
+  ASSERT_NE(at, std::string::npos);
+  std::string unknown = small;
+  unknown.replace(at, std::strlen("\"storage_offset\""), "\"memory_id\"");
+  EXPECT_EQ(fb::TreeFromJson(fb::ProgramSchema(), unknown), nullptr);
+}
+
+// Integers are read as their digits are scanned up to 18 digits; past that,
+// and with a sign, a leading zero, a fraction or an exponent, the long way.
+// Each edge, in a long (int_val), a uint32 (memory_offset_low), a uint64
+// (mutable offsets) and a byte (dim_order), gives the parser's tree or is left
+// to the parser, as it must; the plain ones are read directly.
+TEST(JsonTree, IntegersAtEveryLengthGiveTheParsersTree) {
+  const std::string base = kSmall;
+  const std::vector<std::pair<std::string, std::string>> fields = {{"-9223372036854775808", "int_val"},
+                                                                   {"4294967295", "memory_offset_low"},
+                                                                   {"18446744073709551615", "mutable offsets"},
+                                                                   {"\"dim_order\": [0, 1]", "dim_order"}};
+  const std::vector<std::string> plain = {"0", "7", "255", "999999999999999999", "123456789012345678"};
+  const std::vector<std::string> other = {"1234567890123456789",
+                                          "9223372036854775807",
+                                          "9223372036854775808",
+                                          "18446744073709551615",
+                                          "18446744073709551616",
+                                          "00",
+                                          "07",
+                                          "0.5",
+                                          "5e2",
+                                          "5E2",
+                                          "1.0",
+                                          "-7",
+                                          "-0",
+                                          "256",
+                                          "4294967296"};
+  size_t direct = 0;
+  for (const auto& [from, what] : fields) {
+    for (const auto* tokens : {&plain, &other}) {
+      for (const std::string& tok : *tokens) {
+        std::string t = base;
+        const size_t at = t.find(from);
+        ASSERT_NE(at, std::string::npos) << from;
+        t.replace(at, from.size(), what == "dim_order" ? "\"dim_order\": [0, " + tok + "]" : tok);
+        if (ExpectSameTree(t, what + " = " + tok)) ++direct;
+      }
+    }
+  }
+  EXPECT_GE(direct, fields.size() * 3) << "plain integers are read directly";
+}
+
+// Strings are scanned four bytes a step while four remain: an escape, a
+// quote, a control character or a byte past 0x7e at every place of names of
+// 0 to 12 bytes gives the parser's tree or is left to it, and names with short
+// escapes (and '~', the last plain byte) are read directly.
+TEST(JsonTree, StringsWithAStopAtEveryPlaceGiveTheParsersTree) {
+  const std::string base = kSmall;
+  const std::string from = "\"aten::add\"";
+  const size_t at = base.find(from);
+  ASSERT_NE(at, std::string::npos);
+  const std::vector<std::string> direct_stops = {"\\\"", "\\\\", "\\n", "~"};
+  const std::vector<std::string> other_stops = {"\x7f", "\xc3\xa9", "\t"};
+  size_t direct = 0, places = 0;
+  for (size_t len = 0; len <= 12; ++len) {
+    for (size_t k = 0; k <= len; ++k) {
+      ++places;
+      for (const auto* stops : {&direct_stops, &other_stops}) {
+        for (const std::string& stop : *stops) {
+          std::string name(len, 'a');
+          name.insert(k, stop);
+          std::string t = base;
+          t.replace(at, from.size(), "\"" + name + "\"");
+          if (ExpectSameTree(t, "name " + name)) ++direct;
+          if (::testing::Test::HasFailure()) return;
+        }
+      }
+    }
+  }
+  EXPECT_GE(direct, places * direct_stops.size());
 }
 
 // Random one-place edits: the direct reader may leave any text to the

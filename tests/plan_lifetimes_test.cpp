@@ -18,6 +18,7 @@
 #include "ptepack/reader.h"
 #include "serialize/api/package_access.h"
 #include "serialize/model/spec.h"
+#include "serialize/read/plan_checks.h"
 #include "serialize/read/pte_reader.h"
 #include "serialize/write/pte_writer.h"
 #include "tests/test_util.h"
@@ -808,6 +809,37 @@ TEST(PlanChecks, StateMovedOutOfTheSharedBuffer) {
                 "planned buffer 2 in method \"step\""),
             std::string::npos)
       << n.findings();
+}
+
+// A finding's text is built only when it is reported, from the method's
+// lifetimes derived again (the reader) or from the lifetimes given
+// (CheckMemoryPlan with a ProgramLifetimes): both give the reader's findings,
+// whose texts the two tests above hold to the hand-derived ones.
+TEST(PlanChecks, SharedStateTextsAreTheSameFromEitherLifetimes) {
+  SharedPlan moved, back, onto;
+  moved.read_s1 = {1, 48};
+  back.step_s1 = {1, 48};
+  onto.step_s1 = {2, 16};
+  for (const SharedPlan& at : {moved, back, onto}) {
+    for (const BackendConfig& cfg : {BackendConfig{}, Named()}) {
+      Built p = Build(SharedStateProgram(at), cfg);
+      ASSERT_FALSE(p.file->report().findings().empty());
+      const auto* program = executorch_flatbuffer::GetProgram(p.bytes.data());
+      const ProgramLifetimes lt = DeriveLifetimes(*program);
+      Report given("plan.pte"), derived("plan.pte");
+      const Bytes view = Bytes::View(p.bytes.data(), p.bytes.size());
+      CheckMemoryPlan(Where{given, view, view.size}, *program, lt);
+      CheckMemoryPlan(Where{derived, view, view.size}, *program);
+      for (const Report* r : {&given, &derived}) {
+        ASSERT_EQ(r->findings().size(), p.file->report().findings().size());
+        for (size_t i = 0; i < r->findings().size(); ++i) {
+          EXPECT_EQ(r->findings()[i].code, p.file->report().findings()[i].code);
+          EXPECT_EQ(r->findings()[i].message, p.file->report().findings()[i].message);
+          EXPECT_EQ(r->findings()[i].offset, p.file->report().findings()[i].offset);
+        }
+      }
+    }
+  }
 }
 
 // What must stay clean: s2 (only read has it) moved to read's buffer 1 (no

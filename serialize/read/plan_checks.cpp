@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -233,13 +234,47 @@ void CheckOverlaps(const Where& w, const efb::Program& p, const MethodLifetimes&
   }
 }
 
+// A method's lifetimes, derived again for the text of a finding.
+using LifetimesOf = std::function<const MethodLifetimes&(size_t method)>;
+
+// The text (DescribeStorage) of each entry a finding names, "" for the rest:
+// built only when something is reported, one method's lifetimes at a time.
+std::vector<std::string> EntryTexts(const std::vector<StateBufferEntry>& entries, std::vector<size_t> named,
+                                    const LifetimesOf& lifetimes) {
+  std::vector<std::string> text(entries.size());
+  std::sort(named.begin(), named.end());  // entries are in method order
+  const MethodLifetimes* m = nullptr;
+  size_t method = 0;
+  for (size_t k : named) {
+    const StateBufferEntry& e = entries[k];
+    if (!m || e.method != method) {
+      method = e.method;
+      m = &lifetimes(method);
+    }
+    if (text[k].empty()) text[k] = DescribeStorage(*m, m->storages[e.storage]);
+  }
+  return text;
+}
+
 // State several methods keep in one buffer (share_mutable_buffers;
 // exir/passes/memory_planning_pass.py run_multimethod gives every spec of one
 // name memory_id 2 and the same offset): the same state at the same bytes in
 // every method, and nothing of one method on another's state
 // (AnalyzeSharedState finds both; this says them).
-void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<StateBufferEntry>& entries) {
+void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<StateBufferEntry>& entries,
+                      const LifetimesOf& lifetimes) {
   const SharedStateAnalysis a = AnalyzeSharedState(entries, kMaxOverlapsPerMethod);
+  std::vector<size_t> named;
+  for (const SharedStateAnalysis::Mismatch& mm : a.mismatches) {
+    named.push_back(mm.entry);
+    named.push_back(mm.reference);
+  }
+  for (const SharedStateAnalysis::Overlap& o : a.overlaps) {
+    named.push_back(o.entry);
+    named.push_back(o.state);
+  }
+  const std::vector<std::string> text =
+      named.empty() ? std::vector<std::string>() : EntryTexts(entries, std::move(named), lifetimes);
   auto method_name = [&](size_t m) {
     const auto* plan = p.execution_plan()->Get(static_cast<flatbuffers::uoffset_t>(m));
     return Quote(plan->name() ? plan->name()->str() : "");
@@ -259,8 +294,9 @@ void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<S
             std::to_string(f.memory_id) +
             " together (share_mutable_buffers), so they would not read and write the same bytes";
     } else {
-      msg = "method " + method_name(e.method) + ": state " + e.text + " is at " + at(e) + ", but method " +
-            method_name(f.method) + " keeps state with the same initial data and size, " + f.text + ", at " + at(f) +
+      msg = "method " + method_name(e.method) + ": state " + text[mm.entry] + " is at " + at(e) + ", but method " +
+            method_name(f.method) + " keeps state with the same initial data and size, " + text[mm.reference] +
+            ", at " + at(f) +
             ", a buffer the methods share (share_mutable_buffers puts every mutable buffer there), where " +
             method_name(e.method) + " keeps none: " + method_name(e.method) + " would read its own copy, never what " +
             method_name(f.method) + " writes";
@@ -271,9 +307,9 @@ void CheckSharedState(const Where& w, const efb::Program& p, const std::vector<S
     const StateBufferEntry& x = entries[o.entry];
     const StateBufferEntry& s = entries[o.state];
     w.r.Error("plan-overlap",
-              "method " + method_name(x.method) + ": " + x.text + " uses bytes " + Bytes(x.offset, x.nbytes) +
-                  " of planned buffer " + std::to_string(x.memory_id) + ", which hold state " + s.text + " of method " +
-                  method_name(s.method) + " (bytes " + Bytes(s.offset, s.nbytes) +
+              "method " + method_name(x.method) + ": " + text[o.entry] + " uses bytes " + Bytes(x.offset, x.nbytes) +
+                  " of planned buffer " + std::to_string(x.memory_id) + ", which hold state " + text[o.state] +
+                  " of method " + method_name(s.method) + " (bytes " + Bytes(s.offset, s.nbytes) +
                   ") between calls: the methods keep their state in that buffer together "
                   "(share_mutable_buffers), so running " +
                   method_name(x.method) + " overwrites it",
@@ -323,9 +359,11 @@ void CheckMemoryPlan(const Where& w, const efb::Program& program, const ProgramL
   std::vector<StateBufferEntry> entries;
   for (size_t k = 0; k < lt.methods.size(); ++k) {
     CheckMethod(w, program, lt.methods[k], sc);
-    AddStateBufferEntries(lt.methods[k], k, entries);
+    AddStateBufferEntries(lt.methods[k], k, entries, /*persistent_only=*/lt.methods.size() == 1);
   }
-  if (!entries.empty()) CheckSharedState(w, program, entries);
+  if (!entries.empty()) {
+    CheckSharedState(w, program, entries, [&](size_t method) -> const MethodLifetimes& { return lt.methods[method]; });
+  }
 }
 
 // One method at a time: its lifetimes are dropped once checked; what shared
@@ -339,9 +377,13 @@ void CheckMemoryPlan(const Where& w, const efb::Program& program) {
   for (size_t k = 0; k < plans->size(); ++k) {
     const MethodLifetimes& m = d.Derive(k);
     CheckMethod(w, program, m, sc);
-    AddStateBufferEntries(m, k, entries);
+    AddStateBufferEntries(m, k, entries, /*persistent_only=*/plans->size() == 1);
   }
-  if (!entries.empty()) CheckSharedState(w, program, entries);
+  // A finding's text derives its methods again (the same lifetimes: nothing
+  // of the first pass is kept for it).
+  if (!entries.empty()) {
+    CheckSharedState(w, program, entries, [&](size_t method) -> const MethodLifetimes& { return d.Derive(method); });
+  }
 }
 
 }  // namespace ptepack

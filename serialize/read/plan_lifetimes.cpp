@@ -2299,7 +2299,8 @@ const MethodLifetimes& MethodLifetimesDeriver::Derive(size_t plan_index) {
   return i.out;
 }
 
-void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out) {
+void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out,
+                           bool persistent_only) {
   if (!m.derived()) return;
   // Buffers where the method keeps state, and whether it keeps only state there.
   std::vector<std::pair<uint32_t, bool>> buffers;  // (memory_id, state only)
@@ -2322,7 +2323,7 @@ void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<
   for (uint32_t s = 0; s < m.storages.size(); ++s) {
     const PlanStorage& st = m.storages[s];
     auto b = std::find_if(buffers.begin(), buffers.end(), [&](const auto& x) { return x.first == st.memory_id; });
-    if (b == buffers.end() || st.nbytes == 0) continue;
+    if (b == buffers.end() || st.nbytes == 0 || (persistent_only && !st.persistent)) continue;
     StateBufferEntry e;
     e.method = method;
     e.storage = s;
@@ -2338,7 +2339,6 @@ void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<
       e.name = NameOf(t->tensor);
       e.initial = t->tensor->data_buffer_idx();
     }
-    e.text = DescribeStorage(m, st);
     e.where = t->tensor->allocation_info() ? static_cast<const void*>(t->tensor->allocation_info())
                                            : static_cast<const void*>(t->tensor);
     out.push_back(std::move(e));
@@ -2376,6 +2376,22 @@ SharedStateAnalysis AnalyzeSharedState(const std::vector<StateBufferEntry>& entr
     if (work > kMaxWork) r.not_checked = true;
     return !r.not_checked;
   };
+  // State of one method alone is shared with nothing (a shared buffer, a
+  // group, a mismatch and an overlap each take two methods): all the analysis
+  // could say is that it stopped at its limit. Before it knows that no buffer
+  // is shared it takes at most n(n-1)/2 steps clustering n entries of state,
+  // then for each cluster at most one step per named entry and per entry with
+  // initial data; below the limit, there is nothing to look for.
+  if (!entries.empty() && std::all_of(entries.begin(), entries.end(),
+                                      [&](const StateBufferEntry& e) { return e.method == entries.front().method; })) {
+    uint64_t n = 0, keyed = 0;
+    for (const StateBufferEntry& e : entries) {
+      if (!e.persistent) continue;
+      ++n;
+      keyed += (e.name.empty() ? 0 : 1) + (e.initial > 0 ? 1 : 0);
+    }
+    if (n * (n > 0 ? n - 1 : 0) / 2 + n * keyed <= kMaxWork) return r;
+  }
   // Entries by buffer; each buffer's state as clusters of the same state (by
   // place, then SameState with the cluster's first entry).
   std::map<uint32_t, std::vector<size_t>> by_buffer;

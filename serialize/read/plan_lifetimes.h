@@ -188,11 +188,16 @@ struct StateBufferEntry {
   bool apart = false;           // state_only, and its method plans other tensors, all in other buffers
   std::string name;             // persistent: its fully qualified name ("" when the file has none)
   uint32_t initial = 0;         // persistent: its data_buffer_idx (initial data in the mutable segment; 0: none)
-  std::string text;             // DescribeStorage, for messages
   const void* where = nullptr;  // the allocation_info of its first value
 };
-// Appends the entries of method `method` (only buffers holding state).
-void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out);
+// Appends the entries of method `method` (only buffers holding state); with
+// `persistent_only`, only those of state (all a program of one method needs:
+// nothing is shared without a second method, and what AnalyzeSharedState can
+// still say, that it stopped at its limit, it finds among the state alone).
+// An entry's text for messages is DescribeStorage(m, m.storages[e.storage]),
+// built only for what is reported.
+void AddStateBufferEntries(const MethodLifetimes& m, size_t method, std::vector<StateBufferEntry>& out,
+                           bool persistent_only = false);
 
 // Two persistent entries (of two methods) are the same state: the same name
 // when both have one; otherwise the same buffer, offset and size, and not two
