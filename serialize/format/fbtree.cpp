@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -69,9 +70,17 @@ class Emitter {
   void Reserve(size_t n) {
     if (head_ < n) Grow(n);
   }
+  // Asked once, when the buffer first grows past kHintFrom: the size the
+  // whole buffer will likely need (see Encoder::SizeEstimate).
+  void SetSizeHint(std::function<size_t()> hint) { hint_ = std::move(hint); }
+  static constexpr size_t kHintFrom = size_t{2} << 20;
   __attribute__((noinline)) void Grow(size_t n) {
     size_t used = size();
     size_t cap = std::max(buf_.size() * 2, used + n + 1024);
+    if (hint_ && cap > kHintFrom) {
+      cap = std::max(cap, hint_());
+      hint_ = nullptr;
+    }
     std::vector<uint8_t> nb(cap);
     std::memcpy(nb.data() + cap - used, buf_.data() + head_, used);
     buf_.swap(nb);
@@ -213,6 +222,7 @@ class Emitter {
   }
 
  private:
+  std::function<size_t()> hint_;
   void Track(uint16_t voff, uint32_t loc) {
     fields_.emplace_back(voff, loc);
     max_voffset_ = std::max(max_voffset_, voff);
@@ -383,10 +393,10 @@ class Encoder {
     return e_.CreateOffsetVector(offs, force);
   }
 
-  // Near the encoded size of `t` (a little over, mostly), so that the buffer
-  // is allocated once: it grew by doubling, and a 26 MB program had its 16 MB
-  // buffer copied into a 32 MB one, both resident (and the 8 and 16 MB ones
-  // left among the heap's free pages). A table is its offset to the vtable,
+  // Near the encoded size of `t` (a little over, mostly), so that a large
+  // buffer grows once past 2 MiB to its size: it grew by doubling, and a 26 MB
+  // program had its 16 MB buffer copied into a 32 MB one, both resident (and
+  // the 8 and 16 MB ones left among the heap's free pages). A table is its offset to the vtable,
   // its fields (defaults too) and room to align them; strings and vectors
   // are their length, bytes and padding (force_align is not looked up:
   // what it adds past the estimate grows the buffer as before). Vtables are
@@ -426,9 +436,12 @@ class Encoder {
   static uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
 
   Encoded Run(const Table& root) {
-    // At most the 2 GiB a flatbuffer's offsets reach: a larger tree fails as
-    // it did, when its buffer grows past that.
-    e_.Reserve(static_cast<size_t>(std::min<uint64_t>(SizeEstimate(root), uint64_t{1} << 31)));
+    // Asked only by trees whose buffer grows past 2 MiB (the estimate is a
+    // walk of the whole tree: 6 % of ProgramBuilder's instructions for a
+    // 1.4 MB program, which the doublings up to 2 MiB cost less than). At
+    // most the 2 GiB a flatbuffer's offsets reach: a larger tree fails as it
+    // did, when its buffer grows past that.
+    e_.SetSizeHint([&root] { return static_cast<size_t>(std::min<uint64_t>(SizeEstimate(root), uint64_t{1} << 31)); });
     uint32_t r = EncodeTable(root);
     Encoded out;
     out.data = e_.Finish(r, s_.FileIdent());
