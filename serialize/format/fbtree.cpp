@@ -62,7 +62,7 @@ size_t PaddingBytes(size_t size, size_t align) { return (~size + 1) & (align - 1
 // decisions of flatc (C++ FlatBufferBuilder) and of the Python Builder.
 class Emitter {
  public:
-  explicit Emitter(Order order) : order_(order), buf_(4096), head_(4096) {}
+  Emitter(Order order, size_t initial) : order_(order), buf_(initial), head_(initial) {}
 
   size_t size() const { return buf_.size() - head_; }
   size_t minalign() const { return minalign_; }
@@ -71,7 +71,7 @@ class Emitter {
     if (head_ < n) Grow(n);
   }
   // Asked once, when the buffer first grows past kHintFrom: the size the
-  // whole buffer will likely need (see Encoder::SizeEstimate).
+  // whole buffer will likely need (see MeasureTree).
   void SetSizeHint(std::function<size_t()> hint) { hint_ = std::move(hint); }
   static constexpr size_t kHintFrom = size_t{2} << 20;
   __attribute__((noinline)) void Grow(size_t n) {
@@ -278,7 +278,8 @@ class Emitter {
 
 class Encoder {
  public:
-  Encoder(const Schema& s, const EncodeOptions& o) : s_(s), o_(o), e_(o.order) {}
+  Encoder(const Schema& s, const EncodeOptions& o)
+      : s_(s), o_(o), e_(o.order, std::max<size_t>(4096, std::min<size_t>(o.size_hint, size_t{1} << 31))) {}
 
   // Found once per field and encode (a name built and looked up per vector
   // was 4% of encoding a 20,000-value program).
@@ -440,55 +441,16 @@ class Encoder {
     return e_.CreateOffsetVector(offs, force);
   }
 
-  // Near the encoded size of `t` (a little over, mostly), so that a large
-  // buffer grows once past 2 MiB to its size: it grew by doubling, and a 26 MB
-  // program had its 16 MB buffer copied into a 32 MB one, both resident (and
-  // the 8 and 16 MB ones left among the heap's free pages). A table is its offset to the vtable,
-  // its fields (defaults too) and room to align them; strings and vectors
-  // are their length, bytes and padding (force_align is not looked up:
-  // what it adds past the estimate grows the buffer as before). Vtables are
-  // not counted: the tables of a program share a few. Read from the values
-  // alone, without the schema (looking the plan up per table made it a
-  // third of the encode).
-  static uint64_t SizeEstimate(const Table& t) {
-    uint64_t n = 8;
-    for (const Value& v : t.fields) {
-      switch (v.kind) {
-        case Value::Kind::kScalar:
-          n += ScalarSize(v.type);
-          break;
-        case Value::Kind::kString:
-          n += 4 + Padded4(4 + v.scalars_size() + 1);
-          break;
-        case Value::Kind::kTable:
-          n += 4 + (v.table() ? SizeEstimate(*v.table()) : 0);
-          break;
-        case Value::Kind::kScalarVector:
-          n += 4 + 8 + Padded4(v.scalars_size());
-          break;
-        case Value::Kind::kOffsetVector:
-          n += 4 + 8;
-          for (const Value& e : v.elems()) {
-            n += 4;
-            if (e.table()) n += SizeEstimate(*e.table());
-            if (e.kind == Value::Kind::kString) n += Padded4(4 + e.scalars_size() + 1);
-          }
-          break;
-        case Value::Kind::kAbsent:
-          break;
-      }
-    }
-    return n;
-  }
-  static uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
-
   Encoded Run(const Table& root) {
     // Asked only by trees whose buffer grows past 2 MiB (the estimate is a
     // walk of the whole tree: 6 % of ProgramBuilder's instructions for a
     // 1.4 MB program, which the doublings up to 2 MiB cost less than). At
     // most the 2 GiB a flatbuffer's offsets reach: a larger tree fails as it
     // did, when its buffer grows past that.
-    e_.SetSizeHint([&root] { return static_cast<size_t>(std::min<uint64_t>(SizeEstimate(root), uint64_t{1} << 31)); });
+    if (o_.size_hint == 0) {
+      e_.SetSizeHint(
+          [&root] { return static_cast<size_t>(std::min<uint64_t>(MeasureTree(root).estimate, uint64_t{1} << 31)); });
+    }
     uint32_t r = EncodeTable(root);
     Encoded out;
     out.data = e_.Finish(r, s_.FileIdent());
@@ -509,6 +471,54 @@ class Encoder {
   static constexpr size_t kPlanCache = 64;
   PlanSlot plan_cache_[kPlanCache];
 };
+
+uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
+
+// MeasureTree's walk. The estimate lets a large buffer grow once past 2 MiB
+// to its size: it grew by doubling, and a 26 MB program had its 16 MB buffer
+// copied into a 32 MB one, both resident (and the 8 and 16 MB ones left among
+// the heap's free pages). A table is its offset to the vtable, its fields
+// (defaults too) and room to align them; strings and vectors are their
+// length, bytes and padding (force_align is not looked up: what it adds past
+// the estimate grows the buffer as before). Vtables are not counted: the
+// tables of a program share a few. Read from the values alone, without the
+// schema (looking the plan up per table made it a third of the encode).
+void Measure(const Table& t, TreeSize& s) {
+  s.estimate += 8;
+  for (const Value& v : t.fields) {
+    switch (v.kind) {
+      case Value::Kind::kScalar:
+        s.estimate += ScalarSize(v.type);
+        break;
+      case Value::Kind::kString:
+        s.payload += 4 + v.scalars_size() + 1;
+        s.estimate += 4 + Padded4(4 + v.scalars_size() + 1);
+        break;
+      case Value::Kind::kTable:
+        s.estimate += 4;
+        if (v.table()) Measure(*v.table(), s);
+        break;
+      case Value::Kind::kScalarVector:
+        s.payload += 4 + v.scalars_size();
+        s.estimate += 4 + 8 + Padded4(v.scalars_size());
+        break;
+      case Value::Kind::kOffsetVector:
+        s.payload += 4 + 4 * static_cast<uint64_t>(v.elems().size());
+        s.estimate += 4 + 8;
+        for (const Value& e : v.elems()) {
+          s.estimate += 4;
+          if (e.table()) Measure(*e.table(), s);
+          if (e.kind == Value::Kind::kString) {
+            s.payload += 4 + e.scalars_size() + 1;
+            s.estimate += Padded4(4 + e.scalars_size() + 1);
+          }
+        }
+        break;
+      case Value::Kind::kAbsent:
+        break;
+    }
+  }
+}
 
 class Decoder {
  public:
@@ -1094,7 +1104,7 @@ const reflection::Object* Schema::UnionMember(int union_index, uint8_t tag) cons
 
 std::string Schema::FileIdent() const { return schema_->file_ident() ? schema_->file_ident()->str() : std::string(); }
 
-const Schema& ProgramSchema() {
+const Schema& detail::LoadProgramSchema() {
   static const Schema s(schema::k_program_bfbs, schema::k_program_bfbs_size);
   return s;
 }
@@ -1119,6 +1129,12 @@ std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t s
   if (size < 8) Fail("flatbuffer too small");
   Decoder d(schema, std::move(owner));
   return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
+}
+
+TreeSize MeasureTree(const Table& t) {
+  TreeSize s;
+  Measure(t, s);
+  return s;
 }
 
 Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& options) {
