@@ -62,9 +62,9 @@ size_t PaddingBytes(size_t size, size_t align) { return (~size + 1) & (align - 1
 // decisions of flatc (C++ FlatBufferBuilder) and of the Python Builder.
 class Emitter {
  public:
-  Emitter(Order order, size_t initial) : order_(order), buf_(initial), head_(initial) {}
+  Emitter(Order order, size_t initial) : order_(order), buf_(initial), cap_(initial), head_(initial) {}
 
-  size_t size() const { return buf_.size() - head_; }
+  size_t size() const { return cap_ - head_; }
   size_t minalign() const { return minalign_; }
 
   void Reserve(size_t n) {
@@ -76,7 +76,7 @@ class Emitter {
   static constexpr size_t kHintFrom = size_t{2} << 20;
   __attribute__((noinline)) void Grow(size_t n) {
     size_t used = size();
-    size_t cap = std::max(buf_.size() * 2, used + n + 1024);
+    size_t cap = std::max(cap_ * 2, used + n + 1024);
     if (hint_ && cap > kHintFrom) {
       cap = std::max(cap, hint_());
       hint_ = nullptr;
@@ -84,6 +84,7 @@ class Emitter {
     std::vector<uint8_t> nb(cap);
     std::memcpy(nb.data() + cap - used, buf_.data() + head_, used);
     buf_.swap(nb);
+    cap_ = cap;
     head_ = cap - used;
   }
   void PushBytes(const uint8_t* p, size_t n) {
@@ -181,7 +182,7 @@ class Emitter {
       }
     }
     int32_t soff = static_cast<int32_t>(vt_use) - static_cast<int32_t>(vtloc);
-    std::memcpy(&buf_[buf_.size() - vtloc], &soff, 4);
+    std::memcpy(&buf_[cap_ - vtloc], &soff, 4);
     return vtloc;
   }
 
@@ -218,6 +219,7 @@ class Emitter {
     const size_t used = size();
     std::memmove(buf_.data(), buf_.data() + head_, used);
     buf_.resize(used);
+    cap_ = used;
     head_ = 0;
     return std::move(buf_);
   }
@@ -230,6 +232,7 @@ class Emitter {
   }
   Order order_;
   std::vector<uint8_t> buf_;
+  size_t cap_;  // buf_.size(), kept here: read for every scalar
   size_t head_;
   size_t minalign_ = 1;
   uint32_t table_start_ = 0;
@@ -256,7 +259,7 @@ class Emitter {
       const VtSlot& s = vt_slots_[i];
       if (s.pos == 0) return i;
       if (s.hash != h) continue;
-      const uint8_t* old = &buf_[buf_.size() - s.pos];
+      const uint8_t* old = &buf_[cap_ - s.pos];
       uint16_t old_size;
       std::memcpy(&old_size, old, 2);
       if (old_size == vtsize && std::memcmp(old, vt, vtsize) == 0) return i;
@@ -333,6 +336,7 @@ class Encoder {
   struct ObjectPlan {
     std::vector<FieldPlan> fields;
     std::vector<uint16_t> flatc_order;
+    std::vector<uint16_t> offset_ids;  // the fields that are not scalars, by id: made first
   };
   // A direct-mapped cache in front of plans_ (the hash lookup per table was
   // 1.2M instructions of a 20,000-value program); plans_ never moves a plan.
@@ -363,6 +367,10 @@ class Encoder {
         }
       }
     }
+    for (size_t id = 0; id < fields.size(); ++id) {
+      if (plan.fields[id].f != nullptr && plan.fields[id].size == 0)
+        plan.offset_ids.push_back(static_cast<uint16_t>(id));
+    }
     for (size_t size = 8; size > 0; size /= 2) {
       for (size_t id = fields.size(); id-- > 0;) {
         if (fields[id] && FieldSize(*fields[id]) == size) plan.flatc_order.push_back(static_cast<uint16_t>(id));
@@ -374,15 +382,16 @@ class Encoder {
   uint32_t EncodeTable(const Table& t) {
     const ObjectPlan& plan = PlanOf(*t.def);
     const auto& fields = plan.fields;
-    if (t.fields.size() != fields.size()) Fail("table " + t.def->name()->str() + " has wrong field count");
+    const size_t nf = fields.size();  // read once: the buffer's byte stores may alias anything
+    if (t.fields.size() != nf) Fail("table " + t.def->name()->str() + " has wrong field count");
     uint32_t small[16];  // child[id] is read only for the fields set below
     std::vector<uint32_t> large;
-    if (fields.size() > 16) large.assign(fields.size(), 0);
+    if (nf > 16) large.assign(nf, 0);
     uint32_t* child = large.empty() ? small : large.data();
-    for (size_t id = 0; id < fields.size(); ++id) {
+    for (uint16_t id : plan.offset_ids) {
       const Value& v = t.fields[id];
       const FieldPlan& fp = fields[id];
-      if (!v.present() || fp.f == nullptr) continue;
+      if (!v.present()) continue;
       switch (fp.type) {
         case reflection::String:
           child[id] = e_.CreateString(v.str_view());
@@ -414,7 +423,7 @@ class Encoder {
     if (!IsPython(o_.order)) {
       for (uint16_t id : plan.flatc_order) add(id);
     } else {
-      for (size_t id = 0; id < fields.size(); ++id) add(id);
+      for (size_t id = 0; id < nf; ++id) add(id);
     }
     return e_.EndTable();
   }
@@ -483,12 +492,19 @@ uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
 // the estimate grows the buffer as before). Vtables are not counted: the
 // tables of a program share a few. Read from the values alone, without the
 // schema (looking the plan up per table made it a third of the encode).
+// ScalarSize without a call, for the walk (a call per scalar field).
+size_t ScalarBytes(reflection::BaseType t) {
+  // None, UType, Bool, Byte, UByte, Short, UShort, Int, UInt, Long, ULong, Float, Double
+  static constexpr uint8_t kBytes[] = {4, 1, 1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+  return t <= reflection::Double ? kBytes[t] : 4;
+}
+
 void Measure(const Table& t, TreeSize& s) {
   s.estimate += 8;
   for (const Value& v : t.fields) {
     switch (v.kind) {
       case Value::Kind::kScalar:
-        s.estimate += ScalarSize(v.type);
+        s.estimate += ScalarBytes(v.type);
         break;
       case Value::Kind::kString:
         s.payload += 4 + v.scalars_size() + 1;
