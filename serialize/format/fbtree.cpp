@@ -62,21 +62,21 @@ size_t PaddingBytes(size_t size, size_t align) { return (~size + 1) & (align - 1
 // decisions of flatc (C++ FlatBufferBuilder) and of the Python Builder.
 class Emitter {
  public:
-  explicit Emitter(Order order) : order_(order), buf_(4096), head_(4096) {}
+  Emitter(Order order, size_t initial) : order_(order), buf_(initial), cap_(initial), head_(initial) {}
 
-  size_t size() const { return buf_.size() - head_; }
+  size_t size() const { return cap_ - head_; }
   size_t minalign() const { return minalign_; }
 
   void Reserve(size_t n) {
     if (head_ < n) Grow(n);
   }
   // Asked once, when the buffer first grows past kHintFrom: the size the
-  // whole buffer will likely need (see Encoder::SizeEstimate).
+  // whole buffer will likely need (see MeasureTree).
   void SetSizeHint(std::function<size_t()> hint) { hint_ = std::move(hint); }
   static constexpr size_t kHintFrom = size_t{2} << 20;
   __attribute__((noinline)) void Grow(size_t n) {
     size_t used = size();
-    size_t cap = std::max(buf_.size() * 2, used + n + 1024);
+    size_t cap = std::max(cap_ * 2, used + n + 1024);
     if (hint_ && cap > kHintFrom) {
       cap = std::max(cap, hint_());
       hint_ = nullptr;
@@ -84,6 +84,7 @@ class Emitter {
     std::vector<uint8_t> nb(cap);
     std::memcpy(nb.data() + cap - used, buf_.data() + head_, used);
     buf_.swap(nb);
+    cap_ = cap;
     head_ = cap - used;
   }
   void PushBytes(const uint8_t* p, size_t n) {
@@ -108,10 +109,13 @@ class Emitter {
     minalign_ = std::max(minalign_, align);
     Pad(PaddingBytes(size() + len, align));
   }
+  // Aligned to its own size, as Align(n) then the bytes, with one Reserve
+  // (the padding below head_ is already 0, see Pad).
   uint32_t PushScalar(uint64_t bits, size_t n) {
-    Align(n);
-    Reserve(n);
-    head_ -= n;
+    minalign_ = std::max(minalign_, n);
+    const size_t pad = PaddingBytes(size(), n);
+    Reserve(pad + n);
+    head_ -= pad + n;
     switch (n) {  // fixed sizes: the copies are single stores
       case 1:
         buf_[head_] = static_cast<uint8_t>(bits);
@@ -144,43 +148,47 @@ class Emitter {
   uint32_t EndTable() {
     uint32_t vtloc = PushScalar(0, 4);
     uint16_t vtsize = std::max<uint16_t>(static_cast<uint16_t>(max_voffset_ + 2), 4);
-    std::vector<uint16_t>& vt = vt_;  // reused: one allocation per encode, not per table
-    vt.assign(vtsize / 2, 0);
+    // vt_ is reused and all zeros between tables: only the entries set here
+    // are cleared again below (a memset of it per table was 1.1M
+    // instructions of a 20,000-value program).
+    const size_t n = vtsize / 2;
+    if (vt_.size() < n) vt_.resize(n);
+    uint16_t* vt = vt_.data();
     vt[0] = vtsize;
     vt[1] = static_cast<uint16_t>(vtloc - table_start_);
     for (auto& [voff, loc] : fields_) vt[voff / 2] = static_cast<uint16_t>(vtloc - loc);
     uint32_t vt_use = 0;
     if (!IsPython(order_)) {
-      for (uint32_t pos : vtables_) {
-        const uint8_t* old = &buf_[buf_.size() - pos];
-        uint16_t old_size;
-        std::memcpy(&old_size, old, 2);
-        if (old_size == vtsize && std::memcmp(old, vt.data(), vtsize) == 0) {
-          vt_use = pos;
-          break;
-        }
-      }
+      // flatc scans its vtables for an identical one; no two are identical,
+      // so the one found by its bytes' hash is the same (the scan, a memcmp
+      // per vtable per table, was 6M instructions of a 20,000-value program).
+      const uint32_t h = HashVtable(vt, n);
+      size_t slot = FindVtable(vt, vtsize, h);
+      vt_use = vt_slots_[slot].pos;
       if (vt_use == 0) {
-        PushBytes(reinterpret_cast<const uint8_t*>(vt.data()), vtsize);
+        PushBytes(reinterpret_cast<const uint8_t*>(vt), vtsize);
         vt_use = static_cast<uint32_t>(size());
-        vtables_.push_back(vt_use);
+        vt_slots_[slot] = {vt_use, h};
+        if (++vt_count_ * 2 > vt_slots_.size()) RehashVtables();
       }
     } else {
       // The Python builder keys its vtables by the field offsets; from
       // flatbuffers 25.12.19 on, by the object size too.
-      std::vector<uint16_t> key(vt.begin() + 2, vt.end());
+      std::vector<uint16_t> key(vt + 2, vt + n);
       if (order_ == Order::kPythonObjectApi2026) key.push_back(vt[1]);
       auto it = py_vtables_.find(key);
       if (it != py_vtables_.end()) {
         vt_use = it->second;
       } else {
-        PushBytes(reinterpret_cast<const uint8_t*>(vt.data()), vtsize);
+        PushBytes(reinterpret_cast<const uint8_t*>(vt), vtsize);
         vt_use = static_cast<uint32_t>(size());
         py_vtables_.emplace(std::move(key), vt_use);
       }
     }
+    vt[0] = vt[1] = 0;
+    for (auto& field : fields_) vt[field.first / 2] = 0;
     int32_t soff = static_cast<int32_t>(vt_use) - static_cast<int32_t>(vtloc);
-    std::memcpy(&buf_[buf_.size() - vtloc], &soff, 4);
+    std::memcpy(&buf_[cap_ - vtloc], &soff, 4);
     return vtloc;
   }
 
@@ -217,6 +225,7 @@ class Emitter {
     const size_t used = size();
     std::memmove(buf_.data(), buf_.data() + head_, used);
     buf_.resize(used);
+    cap_ = used;
     head_ = 0;
     return std::move(buf_);
   }
@@ -229,19 +238,57 @@ class Emitter {
   }
   Order order_;
   std::vector<uint8_t> buf_;
+  size_t cap_;  // buf_.size(), kept here: read for every scalar
   size_t head_;
   size_t minalign_ = 1;
   uint32_t table_start_ = 0;
   uint16_t max_voffset_ = 0;
   std::vector<std::pair<uint16_t, uint32_t>> fields_;
   std::vector<uint16_t> vt_;
-  std::vector<uint32_t> vtables_;
+  // flatc's vtables (their positions from the end of the buffer), found by
+  // hash: open addressing, at most half full, pos 0 = empty slot.
+  struct VtSlot {
+    uint32_t pos = 0;
+    uint32_t hash = 0;
+  };
+  std::vector<VtSlot> vt_slots_ = std::vector<VtSlot>(64);
+  size_t vt_count_ = 0;
+  static uint32_t HashVtable(const uint16_t* vt, size_t n) {
+    uint32_t h = 2166136261u;  // FNV-1a over the 16-bit entries
+    for (size_t i = 0; i < n; ++i) h = (h ^ vt[i]) * 16777619u;
+    return h;
+  }
+  // The slot holding the vtable equal to `vt`, or the empty slot to put it in.
+  size_t FindVtable(const uint16_t* vt, uint16_t vtsize, uint32_t h) const {
+    const size_t mask = vt_slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const VtSlot& s = vt_slots_[i];
+      if (s.pos == 0) return i;
+      if (s.hash != h) continue;
+      const uint8_t* old = &buf_[cap_ - s.pos];
+      uint16_t old_size;
+      std::memcpy(&old_size, old, 2);
+      if (old_size == vtsize && std::memcmp(old, vt, vtsize) == 0) return i;
+    }
+  }
+  void RehashVtables() {
+    std::vector<VtSlot> old(vt_slots_.size() * 2);
+    old.swap(vt_slots_);
+    const size_t mask = vt_slots_.size() - 1;
+    for (const VtSlot& s : old) {
+      if (s.pos == 0) continue;
+      size_t i = s.hash & mask;
+      while (vt_slots_[i].pos != 0) i = (i + 1) & mask;
+      vt_slots_[i] = s;
+    }
+  }
   std::map<std::vector<uint16_t>, uint32_t> py_vtables_;
 };
 
 class Encoder {
  public:
-  Encoder(const Schema& s, const EncodeOptions& o) : s_(s), o_(o), e_(o.order) {}
+  Encoder(const Schema& s, const EncodeOptions& o)
+      : s_(s), o_(o), e_(o.order, std::max<size_t>(4096, std::min<size_t>(o.size_hint, size_t{1} << 31))) {}
 
   // Found once per field and encode (a name built and looked up per vector
   // was 4% of encoding a 20,000-value program).
@@ -295,8 +342,18 @@ class Encoder {
   struct ObjectPlan {
     std::vector<FieldPlan> fields;
     std::vector<uint16_t> flatc_order;
+    std::vector<uint16_t> offset_ids;  // the fields that are not scalars, by id: made first
   };
+  // A direct-mapped cache in front of plans_ (the hash lookup per table was
+  // 1.2M instructions of a 20,000-value program); plans_ never moves a plan.
   const ObjectPlan& PlanOf(const reflection::Object& obj) {
+    PlanSlot& slot = plan_cache_[(reinterpret_cast<uintptr_t>(&obj) / 4) % kPlanCache];
+    if (slot.obj == &obj) return *slot.plan;
+    const ObjectPlan& plan = FindPlan(obj);
+    slot = {&obj, &plan};
+    return plan;
+  }
+  const ObjectPlan& FindPlan(const reflection::Object& obj) {
     auto it = plans_.find(&obj);
     if (it != plans_.end()) return it->second;
     ObjectPlan plan;
@@ -316,6 +373,10 @@ class Encoder {
         }
       }
     }
+    for (size_t id = 0; id < fields.size(); ++id) {
+      if (plan.fields[id].f != nullptr && plan.fields[id].size == 0)
+        plan.offset_ids.push_back(static_cast<uint16_t>(id));
+    }
     for (size_t size = 8; size > 0; size /= 2) {
       for (size_t id = fields.size(); id-- > 0;) {
         if (fields[id] && FieldSize(*fields[id]) == size) plan.flatc_order.push_back(static_cast<uint16_t>(id));
@@ -327,15 +388,16 @@ class Encoder {
   uint32_t EncodeTable(const Table& t) {
     const ObjectPlan& plan = PlanOf(*t.def);
     const auto& fields = plan.fields;
-    if (t.fields.size() != fields.size()) Fail("table " + t.def->name()->str() + " has wrong field count");
-    uint32_t small[16] = {};
+    const size_t nf = fields.size();  // read once: the buffer's byte stores may alias anything
+    if (t.fields.size() != nf) Fail("table " + t.def->name()->str() + " has wrong field count");
+    uint32_t small[16];  // child[id] is read only for the fields set below
     std::vector<uint32_t> large;
-    if (fields.size() > 16) large.assign(fields.size(), 0);
+    if (nf > 16) large.assign(nf, 0);
     uint32_t* child = large.empty() ? small : large.data();
-    for (size_t id = 0; id < fields.size(); ++id) {
+    for (uint16_t id : plan.offset_ids) {
       const Value& v = t.fields[id];
       const FieldPlan& fp = fields[id];
-      if (!v.present() || fp.f == nullptr) continue;
+      if (!v.present()) continue;
       switch (fp.type) {
         case reflection::String:
           child[id] = e_.CreateString(v.str_view());
@@ -349,6 +411,7 @@ class Encoder {
           child[id] = EncodeVector(*t.def, *fp.f, v);
           break;
         default:
+          child[id] = 0;
           break;
       }
     }
@@ -366,7 +429,7 @@ class Encoder {
     if (!IsPython(o_.order)) {
       for (uint16_t id : plan.flatc_order) add(id);
     } else {
-      for (size_t id = 0; id < fields.size(); ++id) add(id);
+      for (size_t id = 0; id < nf; ++id) add(id);
     }
     return e_.EndTable();
   }
@@ -393,55 +456,16 @@ class Encoder {
     return e_.CreateOffsetVector(offs, force);
   }
 
-  // Near the encoded size of `t` (a little over, mostly), so that a large
-  // buffer grows once past 2 MiB to its size: it grew by doubling, and a 26 MB
-  // program had its 16 MB buffer copied into a 32 MB one, both resident (and
-  // the 8 and 16 MB ones left among the heap's free pages). A table is its offset to the vtable,
-  // its fields (defaults too) and room to align them; strings and vectors
-  // are their length, bytes and padding (force_align is not looked up:
-  // what it adds past the estimate grows the buffer as before). Vtables are
-  // not counted: the tables of a program share a few. Read from the values
-  // alone, without the schema (looking the plan up per table made it a
-  // third of the encode).
-  static uint64_t SizeEstimate(const Table& t) {
-    uint64_t n = 8;
-    for (const Value& v : t.fields) {
-      switch (v.kind) {
-        case Value::Kind::kScalar:
-          n += ScalarSize(v.type);
-          break;
-        case Value::Kind::kString:
-          n += 4 + Padded4(4 + v.scalars_size() + 1);
-          break;
-        case Value::Kind::kTable:
-          n += 4 + (v.table() ? SizeEstimate(*v.table()) : 0);
-          break;
-        case Value::Kind::kScalarVector:
-          n += 4 + 8 + Padded4(v.scalars_size());
-          break;
-        case Value::Kind::kOffsetVector:
-          n += 4 + 8;
-          for (const Value& e : v.elems()) {
-            n += 4;
-            if (e.table()) n += SizeEstimate(*e.table());
-            if (e.kind == Value::Kind::kString) n += Padded4(4 + e.scalars_size() + 1);
-          }
-          break;
-        case Value::Kind::kAbsent:
-          break;
-      }
-    }
-    return n;
-  }
-  static uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
-
   Encoded Run(const Table& root) {
     // Asked only by trees whose buffer grows past 2 MiB (the estimate is a
     // walk of the whole tree: 6 % of ProgramBuilder's instructions for a
     // 1.4 MB program, which the doublings up to 2 MiB cost less than). At
     // most the 2 GiB a flatbuffer's offsets reach: a larger tree fails as it
     // did, when its buffer grows past that.
-    e_.SetSizeHint([&root] { return static_cast<size_t>(std::min<uint64_t>(SizeEstimate(root), uint64_t{1} << 31)); });
+    if (o_.size_hint == 0) {
+      e_.SetSizeHint(
+          [&root] { return static_cast<size_t>(std::min<uint64_t>(MeasureTree(root).estimate, uint64_t{1} << 31)); });
+    }
     uint32_t r = EncodeTable(root);
     Encoded out;
     out.data = e_.Finish(r, s_.FileIdent());
@@ -455,7 +479,68 @@ class Encoder {
   Emitter e_;
   std::unordered_map<const reflection::Field*, size_t> force_align_;
   std::unordered_map<const reflection::Object*, ObjectPlan> plans_;
+  struct PlanSlot {
+    const reflection::Object* obj = nullptr;
+    const ObjectPlan* plan = nullptr;
+  };
+  static constexpr size_t kPlanCache = 64;
+  PlanSlot plan_cache_[kPlanCache];
 };
+
+uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
+
+// MeasureTree's walk. The estimate lets a large buffer grow once past 2 MiB
+// to its size: it grew by doubling, and a 26 MB program had its 16 MB buffer
+// copied into a 32 MB one, both resident (and the 8 and 16 MB ones left among
+// the heap's free pages). A table is its offset to the vtable, its fields
+// (defaults too) and room to align them; strings and vectors are their
+// length, bytes and padding (force_align is not looked up: what it adds past
+// the estimate grows the buffer as before). Vtables are not counted: the
+// tables of a program share a few. Read from the values alone, without the
+// schema (looking the plan up per table made it a third of the encode).
+// ScalarSize without a call, for the walk (a call per scalar field).
+size_t ScalarBytes(reflection::BaseType t) {
+  // None, UType, Bool, Byte, UByte, Short, UShort, Int, UInt, Long, ULong, Float, Double
+  static constexpr uint8_t kBytes[] = {4, 1, 1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+  return t <= reflection::Double ? kBytes[t] : 4;
+}
+
+void Measure(const Table& t, TreeSize& s) {
+  s.estimate += 8;
+  for (const Value& v : t.fields) {
+    switch (v.kind) {
+      case Value::Kind::kScalar:
+        s.estimate += ScalarBytes(v.type);
+        break;
+      case Value::Kind::kString:
+        s.payload += 4 + v.scalars_size() + 1;
+        s.estimate += 4 + Padded4(4 + v.scalars_size() + 1);
+        break;
+      case Value::Kind::kTable:
+        s.estimate += 4;
+        if (v.table()) Measure(*v.table(), s);
+        break;
+      case Value::Kind::kScalarVector:
+        s.payload += 4 + v.scalars_size();
+        s.estimate += 4 + 8 + Padded4(v.scalars_size());
+        break;
+      case Value::Kind::kOffsetVector:
+        s.payload += 4 + 4 * static_cast<uint64_t>(v.elems().size());
+        s.estimate += 4 + 8;
+        for (const Value& e : v.elems()) {
+          s.estimate += 4;
+          if (e.table()) Measure(*e.table(), s);
+          if (e.kind == Value::Kind::kString) {
+            s.payload += 4 + e.scalars_size() + 1;
+            s.estimate += Padded4(4 + e.scalars_size() + 1);
+          }
+        }
+        break;
+      case Value::Kind::kAbsent:
+        break;
+    }
+  }
+}
 
 class Decoder {
  public:
@@ -1041,7 +1126,7 @@ const reflection::Object* Schema::UnionMember(int union_index, uint8_t tag) cons
 
 std::string Schema::FileIdent() const { return schema_->file_ident() ? schema_->file_ident()->str() : std::string(); }
 
-const Schema& ProgramSchema() {
+const Schema& detail::LoadProgramSchema() {
   static const Schema s(schema::k_program_bfbs, schema::k_program_bfbs_size);
   return s;
 }
@@ -1066,6 +1151,12 @@ std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t s
   if (size < 8) Fail("flatbuffer too small");
   Decoder d(schema, std::move(owner));
   return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
+}
+
+TreeSize MeasureTree(const Table& t) {
+  TreeSize s;
+  Measure(t, s);
+  return s;
 }
 
 Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& options) {

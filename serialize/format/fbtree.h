@@ -310,8 +310,16 @@ class Schema {
   mutable std::map<const reflection::Object*, std::vector<const reflection::Field*>> by_id_;
 };
 
-// Program and FlatTensor schemas compiled into the library.
-const Schema& ProgramSchema();
+// Program and FlatTensor schemas compiled into the library. ProgramSchema
+// is inline: every typed view asks it for its object (a call each was 3M
+// instructions of building and laying out a 20,002-value program).
+namespace detail {
+const Schema& LoadProgramSchema();
+}
+inline const Schema& ProgramSchema() {
+  static const Schema& s = detail::LoadProgramSchema();
+  return s;
+}
 const Schema& FlatTensorSchema();
 const Schema& FlatTensorLegacySchema();
 // BundledProgram (.bpte) schema.
@@ -326,6 +334,9 @@ struct EncodeOptions {
   // force_align overrides by "Object.field" (unqualified object name), on top
   // of the schema's own force_align attributes.
   std::map<std::string, size_t> force_align;
+  // The buffer's first size (0: grow from 4 KiB and, past 2 MiB, to the
+  // tree's estimate). Give MeasureTree's estimate when it is known anyway.
+  size_t size_hint = 0;
 };
 
 struct Encoded {
@@ -334,6 +345,15 @@ struct Encoded {
 };
 
 Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& options);
+
+// One walk of a tree: `payload`, its strings and scalar vectors with their
+// length fields (a lower bound of its encoded size), and `estimate`, near its
+// encoded size (a little over, mostly; vtables are not counted).
+struct TreeSize {
+  uint64_t payload = 0;
+  uint64_t estimate = 0;
+};
+TreeSize MeasureTree(const Table& t);
 
 // Deep copy of a tree (byte views are shared, not copied).
 std::shared_ptr<Table> Clone(const Table& t);

@@ -40,26 +40,34 @@ void ForEachTensorCow(fb::Table& program,
   const reflection::Object* tensor_def = &Tensor<>::Def();
   auto& plans = Program{program}.execution_plan().mutable_elems();
   // One `own` for every tensor, reading the position from `at`: a lambda
-  // holding the position itself was a heap allocation per tensor.
+  // holding the position itself was a heap allocation per tensor. It notes
+  // that it ran, since it may have replaced the plan: the walk reads the plan
+  // and its values again only then (per value they were a third of the walk).
   struct At {
     size_t plan = 0, value = 0;
+    bool owned = false;
   } at;
   OwnTensorFn own = [&plans, &at]() -> fb::Table& {
+    at.owned = true;
     fb::Table& pl = fb::Own(plans[at.plan].mutable_table());
     fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().mutable_elems()[at.value].mutable_table());
     return fb::Own(EValue{ev}.val().mutable_table());
   };
   for (size_t pi = 0; pi < plans.size(); ++pi) {
     if (!plans[pi].table()) continue;
-    for (size_t i = 0;; ++i) {
-      const fb::Table& plan = *plans[pi].table();  // again: own() may have replaced it
-      const auto& values = ExecutionPlan{plan}.values().elems();
-      if (i >= values.size()) break;
-      if (!values[i].table()) continue;
-      const auto& val = EValue{std::as_const(*values[i].table())}.val();
+    const fb::Table* plan = plans[pi].table().get();
+    const std::vector<fb::Value>* values = &ExecutionPlan{*plan}.values().elems();
+    for (size_t i = 0; i < values->size(); ++i) {
+      const fb::Table* ev = (*values)[i].table().get();
+      if (ev == nullptr) continue;
+      const auto& val = EValue{*ev}.val();
       if (!val.table() || val.table()->def != tensor_def) continue;
-      at = {pi, i};
-      fn(plan, static_cast<uint32_t>(i), *val.table(), own);
+      at = {pi, i, false};
+      fn(*plan, static_cast<uint32_t>(i), *val.table(), own);
+      if (at.owned) {  // again: own() may have replaced them
+        plan = plans[pi].table().get();
+        values = &ExecutionPlan{*plan}.values().elems();
+      }
     }
   }
 }
