@@ -99,7 +99,9 @@ class Reader {
   // --- tokens ---
   void Ws() {
     // Compact JSON has none: one test of the next byte, most of the time.
-    if (p_<end_&& static_cast<unsigned char>(*p_)> ' ') return;
+    // Any other byte (and one past 0x7f where char is signed) goes to the
+    // loop, which skips only whitespace.
+    if (end_ > p_ && *p_ > ' ') return;
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
   }
   void Expect(char c) {
@@ -306,10 +308,7 @@ class Reader {
       const bool ends = q == end_ || (*q != '.' && *q != 'e' && *q != 'E' && (*q < '0' || *q > '9'));
       if (ends && (*p_ != '0' || q - p_ == 1)) {
         p_ = q;
-        if (t == reflection::ULong) return mag;
-        const auto v = static_cast<int64_t>(mag);
-        if (enum_index >= 0 && !IsEnumValue(enum_index, v)) throw NotMine{};
-        return IntBits(t, v);
+        return IntegerBits(t, enum_index, mag, /*negative=*/false);
       }
     }
     Number n = NumberToken();
@@ -319,8 +318,14 @@ class Reader {
     uint64_t mag = 0;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mag);
     if (ec != std::errc() || end != digits.data() + digits.size()) throw NotMine{};
+    return IntegerBits(t, enum_index, mag, n.negative);
+  }
+
+  // The integer of magnitude `mag` (negated when `negative`) as type `t`, and
+  // a value of enum `enum_index` when that is not -1.
+  uint64_t IntegerBits(reflection::BaseType t, int enum_index, uint64_t mag, bool negative) {
     int64_t v;
-    if (n.negative) {
+    if (negative) {
       if (mag > uint64_t{1} << 63) throw NotMine{};
       if (mag == 0) throw NotMine{};  // "-0": left to the parser
       v = static_cast<int64_t>(0 - mag);
