@@ -30,21 +30,6 @@ std::shared_ptr<fb::Table> New(fb::TableArena& arena) {
   return arena.NewTable(&V::Def(), V::kSlots);
 }
 
-// A scalar vector of `n` bytes at `data`, copied into the arena.
-fb::Value ArenaVector(fb::TableArena& arena, reflection::BaseType type, const void* data, size_t n) {
-  fb::Value v;
-  v.kind = fb::Value::Kind::kScalarVector;
-  v.type = type;
-  if (n == 0) {
-    v.set_view(nullptr, 0, nullptr);
-    return v;
-  }
-  uint8_t* dst = arena.AllocBytes(n);
-  std::memcpy(dst, data, n);
-  v.set_view(dst, n, arena.owner());
-  return v;
-}
-
 // An index handed out by the builder: the schema's int32.
 int32_t Checked(size_t index, const char* what) {
   if (index > static_cast<size_t>(INT32_MAX)) {
@@ -156,8 +141,8 @@ std::shared_ptr<fb::Table> TensorTable(fb::TableArena& arena, const TensorSpec& 
   // The sizes and the dim order (0, 1, ... when not given) side by side in
   // the arena.
   if (rank == 0) {
-    tensor.sizes() = ArenaVector(arena, reflection::Int, nullptr, 0);
-    tensor.dim_order() = ArenaVector(arena, reflection::UByte, nullptr, 0);
+    tensor.sizes() = arena.CopyOf(fb::Value::Kind::kScalarVector, reflection::Int, nullptr, 0);
+    tensor.dim_order() = arena.CopyOf(fb::Value::Kind::kScalarVector, reflection::UByte, nullptr, 0);
   } else {
     uint8_t* data = arena.AllocBytes(rank * sizeof(int32_t) + rank);
     std::memcpy(data, spec.sizes.data(), rank * sizeof(int32_t));
@@ -369,7 +354,8 @@ void ProgramBuilder::Method::KernelCall(int32_t op, const std::vector<int32_t>& 
   auto k = New<prog::KernelCall<>>(s_->arena_);
   prog::KernelCall call{*k};
   call.set_op_index(op);
-  call.args() = ArenaVector(s_->arena_, reflection::Int, args.data(), args.size() * sizeof(int32_t));
+  call.args() =
+      s_->arena_.CopyOf(fb::Value::Kind::kScalarVector, reflection::Int, args.data(), args.size() * sizeof(int32_t));
   s_->AddInstruction(InstructionArguments::KernelCall, k, stack);
 }
 

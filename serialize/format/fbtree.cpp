@@ -1040,6 +1040,20 @@ std::shared_ptr<Table> TableArena::NewTable(const reflection::Object* def, size_
 
 uint8_t* TableArena::AllocBytes(size_t n) { return static_cast<uint8_t*>(b_->Allocate(n == 0 ? 1 : n, 8)); }
 
+Value TableArena::CopyOf(Value::Kind kind, reflection::BaseType type, const void* data, size_t n) {
+  Value v;
+  v.kind = kind;
+  v.type = type;
+  if (n == 0) {
+    v.set_view(nullptr, 0, nullptr);
+    return v;
+  }
+  uint8_t* dst = AllocBytes(n);
+  std::memcpy(dst, data, n);
+  v.set_view(dst, n, owner());
+  return v;
+}
+
 const std::shared_ptr<const void>& TableArena::owner() {
   if (!owner_) {
     b_->Ref();  // released by the deleter (also when the control block cannot be made)

@@ -279,6 +279,9 @@ class TableArena {
   std::shared_ptr<Table> NewTable(const reflection::Object* def, size_t n);
   // `n` bytes that live as long as owner() is held (for Value::set_view).
   uint8_t* AllocBytes(size_t n);
+  // A value of `kind` (a string or a scalar vector of `type`) viewing a copy,
+  // in the arena, of the `n` bytes at `data`.
+  Value CopyOf(Value::Kind kind, reflection::BaseType type, const void* data, size_t n);
   const std::shared_ptr<const void>& owner();
 
   struct Blocks;  // the resource and its reference count (fbtree.cpp)

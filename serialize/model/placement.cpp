@@ -1,6 +1,5 @@
 #include "serialize/model/placement.h"
 
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -298,7 +297,11 @@ class ExternalMover {
     auto& eti = tensor.extra_tensor_info();
     if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
     ExtraTensorInfo external{fb::Own(eti.mutable_table())};
-    external.fully_qualified_name() = KeyValue(key);
+    // The key's bytes in one arena: a shared std::string a tensor
+    // (set_fully_qualified_name) was 64 bytes of heap each, 19 MB for
+    // 300,000 tensors, held through the program's encode.
+    external.fully_qualified_name() =
+        key_bytes_.CopyOf(fb::Value::Kind::kString, reflection::None, key.data(), key.size());
     external.set_location(TensorDataLocation::EXTERNAL);
     external.mutable_data_segments_idx() = fb::Value{};
     // An external tensor's data_buffer_idx indexes ExecuTorch's
@@ -312,18 +315,6 @@ class ExternalMover {
       external_at_.push_back(at);  // the entry holds these bytes
     }
     tensor.set_data_buffer_idx(external_index);
-  }
-
-  // `key` as a string value whose bytes are in key_bytes_: a shared
-  // std::string a tensor (set_fully_qualified_name) was 64 bytes of heap
-  // each, 19 MB for 300,000 tensors, held through the program's encode.
-  fb::Value KeyValue(const std::string& key) {
-    fb::Value v;
-    v.kind = fb::Value::Kind::kString;
-    uint8_t* bytes = key_bytes_.AllocBytes(key.size());
-    std::memcpy(bytes, key.data(), key.size());
-    v.set_view(bytes, key.size(), key_bytes_.owner());
-    return v;
   }
 
   // Every constant and mutable weight may go to one tag's file; a callback
@@ -391,7 +382,7 @@ class ExternalMover {
   uint32_t next_external_index_ = 0;
   std::vector<KeyIndex::Where> external_at_;  // an entry with each external index's bytes
   DedupIndex external_dedup_;                 // reads them from there
-  fb::TableArena key_bytes_;                  // KeyValue's
+  fb::TableArena key_bytes_;                  // the moved tensors' keys
 };
 
 // Drops every Chain.stacktrace (owning only the plans and chains that have one).
