@@ -390,7 +390,8 @@ PYBIND11_MODULE(ptepack, m) {
       py::arg("dry_run") = false,
       "Write a program's parts to the directory `output`: program.json, one file per segment and blob, "
       "spec.json and config.json (pack() turns them back into the same bytes), index.json. Returns what "
-      "`ptepack extract --json` prints: {'directory', 'files', 'reproduces_input', 'config', 'dry_run'}.");
+      "`ptepack extract --json` prints: {'directory', 'files', 'reproduces_input', 'note', 'config', "
+      "'dry_run'} ('note': why pack writes an equivalent file, not the same bytes; '' when it does not).");
 
   m.def(
       "pack",

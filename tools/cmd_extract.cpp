@@ -45,9 +45,9 @@ void RegisterExtract(CLI::App& app) {
     }
     if (o->quiet) return;
     std::cout << "extracted to " << o->dir << "\n";
-    if (!x.inferred.exact) {
-      std::cout << "note: `pack config.json spec.json` writes an equivalent file, not the same bytes ("
-                << x.inferred.note << ")\n";
+    if (!x.reproduces_input()) {
+      std::cout << "note: `pack config.json spec.json` writes an equivalent file, not the same bytes (" << x.note()
+                << ")\n";
     }
   });
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -161,7 +162,19 @@ Extraction ExtractProgram(const ValidInput& in) {
   index["program_json"] = "program.json";
   {
     const Bytes fbytes = in.pte->flatbuffer();
-    files.AddText("program.json", ProgramToJson(*fb::Decode(prog::S(), fbytes.data, fbytes.size, fbytes.owner)));
+    auto tree = fb::Decode(prog::S(), fbytes.data, fbytes.size, fbytes.owner);
+    files.AddText("program.json", ProgramToJson(*tree));
+    const DoublesJsonLoses lost = FindDoublesJsonLoses(*tree);
+    if (lost.count > 0) {
+      auto hex = [](uint64_t b) {
+        char text[24];
+        std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(b));
+        return std::string(text);
+      };
+      x.json_loses = lost.first + " is a NaN with bits " + hex(lost.first_bits) +
+                     (lost.count > 1 ? " (and " + std::to_string(lost.count - 1) + " more NaNs)" : std::string()) +
+                     ": JSON has one NaN, pack writes it as " + hex(JsonNanBits());
+    }
   }
   nlohmann::json segs = nlohmann::json::array();
   for (size_t i = 0; i < in.pte->segments().size(); ++i) {
@@ -177,9 +190,16 @@ Extraction ExtractProgram(const ValidInput& in) {
   files.AddText("config.json", ConfigToJson(x.inferred.config).dump(2) + "\n");
   index["spec"] = "spec.json";
   index["config"] = "config.json";
-  index["reproduces_input"] = x.inferred.exact;
+  index["reproduces_input"] = x.reproduces_input();
+  index["note"] = x.note();
   files.AddText("index.json", index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return x;
+}
+
+std::string Extraction::note() const {
+  std::string n = inferred.exact ? "" : inferred.note;
+  if (!json_loses.empty()) n += (n.empty() ? "" : "; ") + json_loses;
+  return n;
 }
 
 nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, bool dry_run) {
@@ -187,7 +207,8 @@ nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, 
   for (const auto& f : x.files) files.push_back({{"name", f.name}, {"size", f.data.size}});
   nlohmann::json j = {{"directory", target.dir},
                       {"files", std::move(files)},
-                      {"reproduces_input", x.inferred.exact},
+                      {"reproduces_input", x.reproduces_input()},
+                      {"note", x.note()},
                       {"config", ConfigToJson(x.inferred.config)},
                       {"dry_run", dry_run}};
   if (dry_run) j["replaces"] = target.non_empty;

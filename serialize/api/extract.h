@@ -27,11 +27,17 @@ struct ExtractedFile {
 //    laid-out segments, constants and delegate payloads referring to the
 //    files above) and config.json: the inferred config; `ptepack pack
 //    config.json spec.json` rebuilds the input, byte for byte when
-//    `inferred.exact`;
+//    reproduces_input();
 //  - index.json: which file is which.
 struct Extraction {
   std::vector<ExtractedFile> files;
   InferredConfig inferred;
+  // What JSON cannot carry of the program (a NaN's sign or payload), with
+  // where; "" when nothing. pack writes an equivalent file then.
+  std::string json_loses;
+  bool reproduces_input() const { return inferred.exact && json_loses.empty(); }
+  // Why pack writes an equivalent file, not the same bytes ("" when it does not).
+  std::string note() const;
 };
 Extraction ExtractProgram(const ValidInput& in);
 
@@ -46,8 +52,8 @@ struct ExtractTarget {
 ExtractTarget CheckExtractTarget(const std::string& dir, bool force);
 
 // What `extract --json` prints (and the Python module's extract() returns):
-// {"directory", "files": [{"name", "size"}], "reproduces_input", "config",
-// "dry_run"}; with dry_run, "replaces" says whether an earlier extract would
+// {"directory", "files": [{"name", "size"}], "reproduces_input", "note" (why
+// not, "" when it does), "config", "dry_run"}; with dry_run, "replaces" says whether an earlier extract would
 // be replaced.
 nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, bool dry_run);
 

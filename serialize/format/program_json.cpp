@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "ptepack/error.h"
@@ -249,7 +250,59 @@ std::string ExactDoubles::Restore(const std::string& text) const {
   return out;
 }
 
+// Adds the NaNs of `v` (at `path`) whose bits are not JsonNanBits() to `out`.
+void FindLost(const fb::Value& v, std::string& path, DoublesJsonLoses& out) {
+  auto lost = [&](uint64_t bits, const std::string& where) {
+    if (!std::isnan(DoubleOf(bits)) || bits == JsonNanBits()) return;
+    if (out.count++ == 0) {
+      out.first = where;
+      out.first_bits = bits;
+    }
+  };
+  if (v.type == reflection::Double && v.kind == fb::Value::Kind::kScalar) lost(v.bits(), path);
+  if (v.type == reflection::Double && v.kind == fb::Value::Kind::kScalarVector) {
+    for (size_t i = 0; i + 8 <= v.scalars().size; i += 8) {
+      uint64_t bits;
+      std::memcpy(&bits, v.scalars().data + i, 8);
+      if (std::isnan(DoubleOf(bits)) && bits != JsonNanBits()) lost(bits, path + "[" + std::to_string(i / 8) + "]");
+    }
+  }
+  if (!HasDouble(v)) return;
+  const size_t at = path.size();
+  if (const fb::Table* t = v.table().get()) {
+    for (const reflection::Field* f : *t->def->fields()) {
+      if (f->id() >= t->fields.size()) continue;
+      path += (path.empty() ? "" : ".") + f->name()->str();
+      FindLost(t->fields[f->id()], path, out);
+      path.resize(at);
+    }
+  }
+  for (size_t i = 0; i < v.elems().size(); ++i) {
+    path += "[" + std::to_string(i) + "]";
+    FindLost(v.elems()[i], path, out);
+    path.resize(at);
+  }
+}
+
 }  // namespace
+
+uint64_t JsonNanBits() {
+  // What the parser's "nan" is: the quiet NaN (checked against pack's output
+  // in tests/extract_pack_test.cpp).
+  static const uint64_t bits = BitsOf(std::numeric_limits<double>::quiet_NaN());
+  return bits;
+}
+
+DoublesJsonLoses FindDoublesJsonLoses(const fb::Table& program) {
+  DoublesJsonLoses out;
+  std::string path;
+  for (const reflection::Field* f : *program.def->fields()) {
+    if (f->id() >= program.fields.size()) continue;
+    path = f->name()->str();
+    FindLost(program.fields[f->id()], path, out);
+  }
+  return out;
+}
 
 std::string ProgramToJson(const fb::Table& program) {
   auto copy = fb::ShallowClone(program);  // Swap owns what it changes

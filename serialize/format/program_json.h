@@ -26,4 +26,19 @@ std::unique_ptr<flatbuffers::Parser> ProgramJsonParser();
 // "inf", "-inf", "nan", so the text is valid JSON).
 std::string ProgramToJson(const fb::Table& program);
 
+// The doubles of a program tree that ProgramToJson cannot give back bit for
+// bit: NaNs other than the one FlatBuffers' parser reads "nan" as (0x7ff8...,
+// JSON has no way to give a NaN's sign or payload). `first` is where the first
+// is, as a path of field names and indexes ("execution_plan[0].values[3].val.
+// double_val"), with its bits; count 0: every double prints exactly.
+struct DoublesJsonLoses {
+  size_t count = 0;
+  std::string first;
+  uint64_t first_bits = 0;
+};
+DoublesJsonLoses FindDoublesJsonLoses(const fb::Table& program);
+
+// The bits FlatBuffers' parser gives a double written "nan".
+uint64_t JsonNanBits();
+
 }  // namespace ptepack
