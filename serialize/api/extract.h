@@ -53,8 +53,8 @@ ExtractTarget CheckExtractTarget(const std::string& dir, bool force);
 
 // What `extract --json` prints (and the Python module's extract() returns):
 // {"directory", "files": [{"name", "size"}], "reproduces_input", "note" (why
-// not, "" when it does), "config", "dry_run"}; with dry_run, "replaces" says whether an earlier extract would
-// be replaced.
+// not, "" when it does), "config", "dry_run"}; with dry_run, "replaces" says
+// whether an earlier extract would be replaced.
 nlohmann::json ExtractionJson(const Extraction& x, const ExtractTarget& target, bool dry_run);
 
 // Fills a temporary directory beside the target, syncs it and renames it into

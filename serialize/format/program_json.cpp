@@ -250,38 +250,61 @@ std::string ExactDoubles::Restore(const std::string& text) const {
   return out;
 }
 
-// Adds the NaNs of `v` (at `path`) whose bits are not JsonNanBits() to `out`.
-void FindLost(const fb::Value& v, std::string& path, DoublesJsonLoses& out) {
-  auto lost = [&](uint64_t bits, const std::string& where) {
-    if (!std::isnan(DoubleOf(bits)) || bits == JsonNanBits()) return;
-    if (out.count++ == 0) {
-      out.first = where;
-      out.first_bits = bits;
-    }
-  };
-  if (v.type == reflection::Double && v.kind == fb::Value::Kind::kScalar) lost(v.bits(), path);
-  if (v.type == reflection::Double && v.kind == fb::Value::Kind::kScalarVector) {
+bool LostInJson(uint64_t bits) { return std::isnan(DoubleOf(bits)) && bits != JsonNanBits(); }
+
+// Calls `lost(bits, i)` for each double of `v` itself (a scalar, i = -1, or
+// a vector's element i) that LostInJson.
+template <typename Fn>
+void ForEachLostDouble(const fb::Value& v, Fn&& lost) {
+  if (v.type != reflection::Double) return;
+  if (v.kind == fb::Value::Kind::kScalar && LostInJson(v.bits())) lost(v.bits(), -1);
+  if (v.kind == fb::Value::Kind::kScalarVector) {
     for (size_t i = 0; i + 8 <= v.scalars().size; i += 8) {
       uint64_t bits;
       std::memcpy(&bits, v.scalars().data + i, 8);
-      if (std::isnan(DoubleOf(bits)) && bits != JsonNanBits()) lost(bits, path + "[" + std::to_string(i / 8) + "]");
+      if (LostInJson(bits)) lost(bits, static_cast<int64_t>(i / 8));
     }
   }
-  if (!HasDouble(v)) return;
+}
+
+// How many doubles in and below `v` JSON loses.
+size_t CountLost(const fb::Value& v) {
+  size_t n = 0;
+  ForEachLostDouble(v, [&](uint64_t, int64_t) { ++n; });
+  if (const fb::Table* t = v.table().get()) {
+    for (const fb::Value& f : t->fields) n += CountLost(f);
+  }
+  for (const fb::Value& e : v.elems()) n += CountLost(e);
+  return n;
+}
+
+// The path of the first double in or below `v` (at `path`) JSON loses, and
+// its bits; false when there is none. The path grows and shrinks in place.
+bool FirstLost(const fb::Value& v, std::string& path, uint64_t& bits) {
+  bool found = false;
+  ForEachLostDouble(v, [&](uint64_t b, int64_t i) {
+    if (found) return;
+    found = true;
+    bits = b;
+    if (i >= 0) path += "[" + std::to_string(i) + "]";
+  });
   const size_t at = path.size();
   if (const fb::Table* t = v.table().get()) {
     for (const reflection::Field* f : *t->def->fields()) {
+      if (found) return true;
       if (f->id() >= t->fields.size()) continue;
-      path += (path.empty() ? "" : ".") + f->name()->str();
-      FindLost(t->fields[f->id()], path, out);
-      path.resize(at);
+      if (!path.empty()) path += '.';
+      path.append(f->name()->c_str(), f->name()->size());
+      found = FirstLost(t->fields[f->id()], path, bits);
+      if (!found) path.resize(at);
     }
   }
-  for (size_t i = 0; i < v.elems().size(); ++i) {
+  for (size_t i = 0; i < v.elems().size() && !found; ++i) {
     path += "[" + std::to_string(i) + "]";
-    FindLost(v.elems()[i], path, out);
-    path.resize(at);
+    found = FirstLost(v.elems()[i], path, bits);
+    if (!found) path.resize(at);
   }
+  return found;
 }
 
 }  // namespace
@@ -294,12 +317,21 @@ uint64_t JsonNanBits() {
 }
 
 DoublesJsonLoses FindDoublesJsonLoses(const fb::Table& program) {
+  // Counted first without paths (most programs have no such NaN); the first
+  // one's path only when there is one.
   DoublesJsonLoses out;
   std::string path;
   for (const reflection::Field* f : *program.def->fields()) {
     if (f->id() >= program.fields.size()) continue;
-    path = f->name()->str();
-    FindLost(program.fields[f->id()], path, out);
+    const fb::Value& v = program.fields[f->id()];
+    const size_t n = CountLost(v);
+    if (n == 0) continue;
+    if (out.count == 0) {
+      path.assign(f->name()->c_str(), f->name()->size());
+      FirstLost(v, path, out.first_bits);
+      out.first = path;
+    }
+    out.count += n;
   }
   return out;
 }
