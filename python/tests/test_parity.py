@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI
+from conftest import CLI, ROOT
 
 ptepack = pytest.importorskip("ptepack")
 
@@ -68,6 +68,19 @@ def test_path_objects_are_accepted_everywhere(fixture, tmp_path):
     assert x["reproduces_input"] is True and p["verified"] is True
     assert (tmp_path / "p" / "linear.pte").read_bytes() == pte.read_bytes()
     assert (tmp_path / "p" / "linear.ptd").read_bytes() == ptd.read_bytes()
+
+
+def test_extract_says_what_json_cannot_keep_as_the_cli_does(tmp_path):
+    # A double that is a NaN with a payload (a fuzzer's find): JSON has one NaN.
+    src = os.path.join(ROOT, "testdata", "regressions", "pte-nan-double-with-payload.pte")
+    code, want = cli("extract", src, "-o", tmp_path / "cli", "--json")
+    assert code == 0
+    got = ptepack.extract(src, tmp_path / "py")
+    assert want["reproduces_input"] is False
+    assert "values[22].val.double_val is a NaN with bits 0xfffffe8e00000004" in want["note"]
+    assert dict(got, directory=None) == dict(want, directory=None)
+    index = json.loads((tmp_path / "py" / "index.json").read_text())
+    assert index["note"] == want["note"] and index["reproduces_input"] is False
 
 
 def test_a_bad_path_type_is_a_type_error():
