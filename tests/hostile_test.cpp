@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "config/backend_config.h"
 #include "layout/alignment.h"
+#include "ptepack/program_builder.h"
 #include "serialize/api/package_access.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/format/pte_format.h"
@@ -1223,6 +1225,49 @@ TEST(HostileCli, RepackWithBadAlignmentWritesNothing) {
   EXPECT_NE(r.err.find("--segment-alignment: must be a power of two"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[bad-number]"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/out.pte"));
+}
+
+// ---------------------------------------------------- NUL bytes in strings
+
+// The runtime reads names as C strings: a NUL in one makes it look up a
+// shorter name, an error at the string. A String value's bytes are read with
+// their size, so a NUL there is not. The method here is named "f.string_val":
+// the check once skipped every string whose location text held ".string_val",
+// and the location of an operator's name starts with its method's name.
+TEST(HostileNames, NulInANameIsAnErrorNulInAStringValueIsNot) {
+  ProgramBuilder b;
+  auto& m = b.AddMethod("f.string_val");
+  const uint32_t x = m.Tensor({ScalarType::kFloat, {2}, PlannedLocation{1, 0}});
+  const int32_t text = m.String("abcYdef");
+  m.KernelCall(m.Operator("aten::strings", "out"), {static_cast<int32_t>(x), text});
+  m.Inputs({static_cast<int32_t>(x)});
+  m.Outputs({static_cast<int32_t>(x)});
+  m.PlannedBufferSizes({0, 16});
+  const Package pkg = b.Build();
+  Buf buf = RenderPte(LayoutPte(PartsOf(pkg), BackendConfig{}));
+  auto find = [&](const std::string& what) {
+    auto it = std::search(buf.begin(), buf.end(), what.begin(), what.end());
+    EXPECT_NE(it, buf.end()) << what;
+    EXPECT_EQ(std::search(it + 1, buf.end(), what.begin(), what.end()), buf.end()) << what << " twice";
+    return static_cast<size_t>(it - buf.begin());
+  };
+  const size_t value_at = find("abcYdef"), op_at = find("aten::strings");
+  ASSERT_TRUE(ReadPte(buf)->ok()) << AllFindings(ReadPte(buf)->report());
+
+  buf[value_at + 3] = 0;  // "abc\0def": a value, read with its size
+  auto pte = ReadPte(buf);
+  EXPECT_TRUE(pte->ok()) << AllFindings(pte->report());
+
+  buf[op_at + 9] = 0;  // "aten::str\0ngs": a name
+  pte = ReadPte(buf);
+  // The string's offset is that of its length, the 4 bytes before its text.
+  EXPECT_TRUE(FirstError(pte->report(), "nul-in-name", op_at - 4));
+  EXPECT_EQ(
+      FirstErrorMessage(pte->report()),
+      std::string("f.string_val: operators[0].name contains a NUL byte (the runtime reads it as a shorter name)"));
+  const Finding* f = ErrorWithCode(pte->report(), "nul-in-name");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->found, "NUL at 9");
 }
 
 // ---------------------------------------------------- fuzzer regressions

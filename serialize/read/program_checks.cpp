@@ -308,7 +308,10 @@ class ProgramChecker {
 
   uint64_t at(const void* p) const { return w_.at(p); }
 
-  void CheckString(const flatbuffers::String* s, const Loc& what, bool required);
+  // A string of the file: present when `required`, UTF-8, and without a NUL
+  // when the runtime reads it as a C string (`name`: every name and key; a
+  // String EValue's bytes are read with their size).
+  void CheckString(const flatbuffers::String* s, const Loc& what, bool required, bool name = true);
   bool SegmentUsable(uint64_t idx, const Loc& what, const void* where);
   void CheckSegments();
   void CheckSegment(size_t i, uint64_t* prev_end);
@@ -345,7 +348,7 @@ class ProgramChecker {
   uint64_t cseg_size_ = 0, cseg_file_off_ = 0;
 };
 
-void ProgramChecker::CheckString(const flatbuffers::String* s, const Loc& what, bool required) {
+void ProgramChecker::CheckString(const flatbuffers::String* s, const Loc& what, bool required, bool name) {
   if (s == nullptr) {
     if (required) r_.Error("missing-string", what.str() + " is missing");
     return;
@@ -355,13 +358,10 @@ void ProgramChecker::CheckString(const flatbuffers::String* s, const Loc& what, 
   }
   // Names reach the runtime as C strings (c_str()): an embedded NUL makes it
   // look up another operator, method, backend or key than the file names.
-  if (std::memchr(s->c_str(), 0, s->size()) == nullptr) return;
-  const std::string name = what.str();
-  if (name.find(".string_val") == std::string::npos) {
-    r_.Error("nul-in-name", name + " contains a NUL byte (the runtime reads it as a shorter name)", at(s),
-             "no NUL before the end",
-             "NUL at " + std::to_string(static_cast<const char*>(std::memchr(s->c_str(), 0, s->size())) - s->c_str()));
-  }
+  const void* nul = name ? std::memchr(s->c_str(), 0, s->size()) : nullptr;
+  if (nul == nullptr) return;
+  r_.Error("nul-in-name", what.str() + " contains a NUL byte (the runtime reads it as a shorter name)", at(s),
+           "no NUL before the end", "NUL at " + std::to_string(static_cast<const char*>(nul) - s->c_str()));
 }
 
 // A segment index that exists; true if the segment's bytes lie in the file.
@@ -637,7 +637,7 @@ void ProgramChecker::CheckValues(const Plan& pl) {
         CheckValueList(pl, ev->val_as_OptionalTensorList()->items(), Loc(vn, ".items"), ev, true);
         break;
       case efb::KernelTypes::String:
-        CheckString(ev->val_as_String()->string_val(), Loc(vn, ".string_val"), false);
+        CheckString(ev->val_as_String()->string_val(), Loc(vn, ".string_val"), false, /*name=*/false);
         break;
       case efb::KernelTypes::Tensor:
         CheckTensor(pl, *ev, vn);
