@@ -7,8 +7,11 @@
 #
 #   FUZZ_SECONDS=300 scripts/fuzz.sh          # every target, 5 minutes each
 #   scripts/fuzz.sh fuzz_ptd_reader           # only one target
-#   FUZZ_SEED=1 scripts/fuzz.sh               # a fixed mutation sequence (what CI runs),
-#                                             # so a failure there replays here
+#   FUZZ_SEED=1 scripts/fuzz.sh               # the seed CI runs (its runs still differ from
+#                                             # machine to machine: coverage and time vary)
+# A failing target prints each input it failed on, base64 (up to 64 KiB), so a
+# failure seen only in CI's log replays here:
+#   base64 -d > crash.pte <<< 'PRINTED TEXT'; build-asan/fuzz_pte_reader crash.pte
 # Targets: fuzz_pte_reader, fuzz_ptd_reader, fuzz_spec_reader (pack specs and
 # configs as JSON), fuzz_bundle_reader (.ptebundle index and members),
 # fuzz_bpte_reader (BundledProgram .bpte files).
@@ -66,6 +69,7 @@ prepare() {
 run() {
   local t=$1 corpus=$BUILD/corpus/$1 seeds=$BUILD/seeds/$1 artifacts=$BUILD/artifacts/$1/ log=$BUILD/$1.log rc
   echo "== $t: ${SECONDS_PER_TARGET}s (corpus $corpus, seeds $seeds)"
+  touch "$BUILD/$t.start"
   set +e
   "$BUILD/$t" "$corpus" "$seeds" -max_total_time="$SECONDS_PER_TARGET" -seed="$SEED" -rss_limit_mb=2048 -timeout=10 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1
@@ -76,6 +80,13 @@ run() {
   if [ "$rc" -ne 0 ]; then
     echo "== $t FAILED (exit $rc); log: $log; inputs: $artifacts" >&2
     tail -n 60 "$log" >&2
+    local f
+    # This run's inputs only (earlier runs' stay in the directory).
+    find "$artifacts" -maxdepth 1 -type f -newer "$BUILD/$t.start" -size -65537c | while read -r f; do
+      echo "== $t input $(basename "$f") ($(stat -c %s "$f") bytes), base64:" >&2
+      base64 -w 0 "$f" >&2
+      echo >&2
+    done
     return 1
   fi
   echo "== $t OK"
