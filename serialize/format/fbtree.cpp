@@ -498,19 +498,12 @@ uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
 // the estimate grows the buffer as before). Vtables are not counted: the
 // tables of a program share a few. Read from the values alone, without the
 // schema (looking the plan up per table made it a third of the encode).
-// ScalarSize without a call, for the walk (a call per scalar field).
-size_t ScalarBytes(reflection::BaseType t) {
-  // None, UType, Bool, Byte, UByte, Short, UShort, Int, UInt, Long, ULong, Float, Double
-  static constexpr uint8_t kBytes[] = {4, 1, 1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
-  return t <= reflection::Double ? kBytes[t] : 4;
-}
-
 void Measure(const Table& t, TreeSize& s) {
   s.estimate += 8;
   for (const Value& v : t.fields) {
     switch (v.kind) {
       case Value::Kind::kScalar:
-        s.estimate += ScalarBytes(v.type);
+        s.estimate += ScalarSize(v.type);
         break;
       case Value::Kind::kString:
         s.payload += 4 + v.scalars_size() + 1;
@@ -1060,29 +1053,6 @@ const std::shared_ptr<const void>& TableArena::owner() {
     owner_ = std::shared_ptr<const void>(b_, [](Blocks* b) { b->Unref(); });
   }
   return owner_;
-}
-
-size_t ScalarSize(reflection::BaseType t) {
-  switch (t) {
-    case reflection::UType:
-    case reflection::Bool:
-    case reflection::Byte:
-    case reflection::UByte:
-      return 1;
-    case reflection::Short:
-    case reflection::UShort:
-      return 2;
-    case reflection::Int:
-    case reflection::UInt:
-    case reflection::Float:
-      return 4;
-    case reflection::Long:
-    case reflection::ULong:
-    case reflection::Double:
-      return 8;
-    default:
-      return 4;
-  }
 }
 
 bool IsDefault(const reflection::Field& f, uint64_t bits) {

@@ -407,7 +407,14 @@ Value ScalarVectorOf(reflection::BaseType elem_type, const std::vector<T>& v) {
 }
 uint64_t AsUInt(const Value& v, uint64_t dflt = 0);
 int64_t AsInt(const Value& v, int64_t dflt = 0);
-size_t ScalarSize(reflection::BaseType t);
+// A scalar's size in bytes (4 for None and the types that are not scalars).
+// Inline: the encoder's size estimate asks it for every scalar field.
+inline size_t ScalarSize(reflection::BaseType t) {
+  // None, UType, Bool, Byte, UByte, Short, UShort, Int, UInt, Long, ULong, Float, Double
+  static constexpr uint8_t kBytes[] = {4, 1, 1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+  const auto i = static_cast<unsigned>(t);
+  return i < sizeof kBytes ? kBytes[i] : 4;
+}
 // Whether a scalar's raw bits equal the field's default, compared as its C
 // type (so -0.0 is 0.0): such a field is left out of the buffer, by this
 // encoder and by FlatBuffers' builders.
