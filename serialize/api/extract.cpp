@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "ptepack/error.h"
 #include "serialize/format/program_json.h"
 #include "serialize/io/file_io.h"
+#include "serialize/io/hash.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/restore.h"
 
@@ -162,18 +162,12 @@ Extraction ExtractProgram(const ValidInput& in) {
   index["program_json"] = "program.json";
   {
     const Bytes fbytes = in.pte->flatbuffer();
-    auto tree = fb::Decode(prog::S(), fbytes.data, fbytes.size, fbytes.owner);
-    files.AddText("program.json", ProgramToJson(*tree));
-    const DoublesJsonLoses lost = FindDoublesJsonLoses(*tree);
+    DoublesJsonLoses lost;
+    files.AddText("program.json", ProgramToJson(*fb::Decode(prog::S(), fbytes.data, fbytes.size, fbytes.owner), &lost));
     if (lost.count > 0) {
-      auto hex = [](uint64_t b) {
-        char text[24];
-        std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(b));
-        return std::string(text);
-      };
-      x.json_loses = lost.first + " is a NaN with bits " + hex(lost.first_bits) +
+      x.json_loses = lost.first + " is a NaN with bits 0x" + HexDigest(lost.first_bits) +
                      (lost.count > 1 ? " (and " + std::to_string(lost.count - 1) + " more NaNs)" : std::string()) +
-                     ": JSON has one NaN, pack writes it as " + hex(JsonNanBits());
+                     ": JSON has one NaN, pack writes it as 0x" + HexDigest(JsonNanBits());
     }
   }
   nlohmann::json segs = nlohmann::json::array();

@@ -119,6 +119,8 @@ class ExactDoubles {
   }
   std::string Restore(const std::string& text) const;
   void ChooseBase(fb::Table& t);
+  // How many of the swapped doubles the text cannot give back bit for bit.
+  size_t CountLostInJson() const;
 
  private:
   void SwapValue(fb::Value& v);
@@ -267,17 +269,6 @@ void ForEachLostDouble(const fb::Value& v, Fn&& lost) {
   }
 }
 
-// How many doubles in and below `v` JSON loses.
-size_t CountLost(const fb::Value& v) {
-  size_t n = 0;
-  ForEachLostDouble(v, [&](uint64_t, int64_t) { ++n; });
-  if (const fb::Table* t = v.table().get()) {
-    for (const fb::Value& f : t->fields) n += CountLost(f);
-  }
-  for (const fb::Value& e : v.elems()) n += CountLost(e);
-  return n;
-}
-
 // The path of the first double in or below `v` (at `path`) JSON loses, and
 // its bits; false when there is none. The path grows and shrinks in place.
 bool FirstLost(const fb::Value& v, std::string& path, uint64_t& bits) {
@@ -307,6 +298,12 @@ bool FirstLost(const fb::Value& v, std::string& path, uint64_t& bits) {
   return found;
 }
 
+size_t ExactDoubles::CountLostInJson() const {
+  size_t n = 0;
+  for (double d : values_) n += LostInJson(BitsOf(d));
+  return n;
+}
+
 }  // namespace
 
 uint64_t JsonNanBits() {
@@ -316,31 +313,27 @@ uint64_t JsonNanBits() {
   return bits;
 }
 
-DoublesJsonLoses FindDoublesJsonLoses(const fb::Table& program) {
-  // Counted first without paths (most programs have no such NaN); the first
-  // one's path only when there is one.
-  DoublesJsonLoses out;
-  std::string path;
-  for (const reflection::Field* f : *program.def->fields()) {
-    if (f->id() >= program.fields.size()) continue;
-    const fb::Value& v = program.fields[f->id()];
-    const size_t n = CountLost(v);
-    if (n == 0) continue;
-    if (out.count == 0) {
-      path.assign(f->name()->c_str(), f->name()->size());
-      FirstLost(v, path, out.first_bits);
-      out.first = path;
-    }
-    out.count += n;
-  }
-  return out;
-}
-
-std::string ProgramToJson(const fb::Table& program) {
+std::string ProgramToJson(const fb::Table& program, DoublesJsonLoses* lost) {
   auto copy = fb::ShallowClone(program);  // Swap owns what it changes
   ExactDoubles doubles;
   doubles.ChooseBase(*copy);
   doubles.Swap(*copy);
+  if (lost != nullptr) {
+    // Counted among the doubles just swapped; the first one's path is looked
+    // for only when there is one (most programs have none).
+    *lost = DoublesJsonLoses{};
+    lost->count = doubles.CountLostInJson();
+    std::string path;
+    for (const reflection::Field* f : *program.def->fields()) {
+      if (lost->count == 0) break;
+      if (f->id() >= program.fields.size()) continue;
+      path.assign(f->name()->c_str(), f->name()->size());
+      if (FirstLost(program.fields[f->id()], path, lost->first_bits)) {
+        lost->first = path;
+        break;
+      }
+    }
+  }
   fb::Encoded e = fb::Encode(fb::ProgramSchema(), *copy, fb::EncodeOptions{});
   auto parser = HasRawBool(*copy) ? PrinterWithNumericBools() : ProgramJsonParser();
   std::string out;

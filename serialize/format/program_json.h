@@ -20,14 +20,8 @@ namespace ptepack {
 // A parser for JSON of executorch_flatbuffer.Program (strict JSON).
 std::unique_ptr<flatbuffers::Parser> ProgramJsonParser();
 
-// A program tree (executorch_flatbuffer.Program) as JSON that FlatBuffers'
-// parser reads back to the same values: every double printed exactly (the
-// shortest text that reads back as the same bits; infinite and NaN quoted,
-// "inf", "-inf", "nan", so the text is valid JSON).
-std::string ProgramToJson(const fb::Table& program);
-
-// The doubles of a program tree that ProgramToJson cannot give back bit for
-// bit: NaNs other than the one FlatBuffers' parser reads "nan" as (0x7ff8...,
+// The doubles of a program tree that its JSON cannot give back bit for bit:
+// NaNs other than the one FlatBuffers' parser reads "nan" as (0x7ff8...,
 // JSON has no way to give a NaN's sign or payload). `first` is where the first
 // is, as a path of field names and indexes ("execution_plan[0].values[3].val.
 // double_val"), with its bits; count 0: every double prints exactly.
@@ -36,7 +30,13 @@ struct DoublesJsonLoses {
   std::string first;
   uint64_t first_bits = 0;
 };
-DoublesJsonLoses FindDoublesJsonLoses(const fb::Table& program);
+
+// A program tree (executorch_flatbuffer.Program) as JSON that FlatBuffers'
+// parser reads back to the same values: every double printed exactly (the
+// shortest text that reads back as the same bits; infinite and NaN quoted,
+// "inf", "-inf", "nan", so the text is valid JSON) but for the NaNs `lost`
+// (when given) tells of.
+std::string ProgramToJson(const fb::Table& program, DoublesJsonLoses* lost = nullptr);
 
 // The bits FlatBuffers' parser gives a double written "nan".
 uint64_t JsonNanBits();
