@@ -403,6 +403,25 @@ int MappedFile::Reopen() const {
   return fd;
 }
 
+const uint8_t* ReadWindow::Get(int fd, uint64_t off, size_t n) {
+  if (n > kMaxPiece || fd < 0) return nullptr;
+  if (fd == fd_ && off >= off_ && off - off_ <= len_ && n <= len_ - (off - off_)) return buf_.get() + (off - off_);
+  if (!buf_) buf_.reset(new uint8_t[kSize]);
+  fd_ = -1;
+  size_t got = 0;
+  while (got < kSize) {
+    const ssize_t r = ::pread(fd, buf_.get() + got, kSize - got, static_cast<off_t>(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got < n) return nullptr;
+  fd_ = fd;
+  off_ = off;
+  len_ = got;
+  return buf_.get();
+}
+
 MappedReader::~MappedReader() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -410,6 +429,7 @@ MappedReader::~MappedReader() {
 int MappedReader::Open(const Bytes& b) {
   if (MappingOf(b) == nullptr || IsZeros(b) || !MappingOf(b)->Contains(b.data, b.size)) return -1;
   if (MappingOf(b) != mapping_ || owner_.expired() || fd_ < 0) {
+    window_.Forget();
     if (fd_ >= 0) ::close(fd_);
     fd_ = MappingOf(b)->Reopen();
     mapping_ = MappingOf(b);
@@ -420,6 +440,10 @@ int MappedReader::Open(const Bytes& b) {
 
 void MappedReader::Read(const Bytes& b, uint64_t from, size_t n, uint8_t* out) {
   const uint64_t off = static_cast<uint64_t>(b.data - MappingOf(b)->data()) + from;
+  if (const uint8_t* w = window_.Get(fd_, off, n)) {
+    std::memcpy(out, w, n);
+    return;
+  }
   size_t got = 0;
   while (got < n) {
     const ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(off + got));
@@ -802,6 +826,7 @@ AtomicFile::~AtomicFile() {
 // goes on (g_writing counts this one too), else closes it.
 void AtomicFile::ReleaseSource() {
   if (src_.fd < 0) return;
+  src_window_.Forget();
   std::lock_guard<std::mutex> lock(g_parked_mu);
   if (g_writing.load() > 1) {
     if (g_parked.fd >= 0) ::close(g_parked.fd);
@@ -965,6 +990,7 @@ void AtomicFile::Write(const void* p, size_t n) {
 
 int AtomicFile::SourceFd(const MappedFile& m) {
   if (src_.fd >= 0 && src_.dev == m.dev() && src_.ino == m.ino() && src_.size == m.size()) return src_.fd;
+  src_window_.Forget();
   if (src_.fd >= 0) ::close(src_.fd);
   src_ = Source{m.dev(), m.ino(), m.size(), -1, true};
   {
@@ -1004,6 +1030,9 @@ void AtomicFile::Write(const Bytes& b) {
   source_bytes_ += b.size;
   if (b.size >= kDirectMin) {
     CopyExtents(fd, off, b.size, src_.may_have_holes);
+  } else if (const uint8_t* w = src_window_.Get(fd, off, b.size)) {
+    Unbuffering();
+    Write(w, b.size);
   } else {
     Unbuffering();
     ReadFrom(fd, off, b.size);

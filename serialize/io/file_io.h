@@ -57,6 +57,31 @@ class MappedFile {
   std::weak_ptr<const MappedFile> self_;
 };
 
+// Small reads of one open file served from a window read ahead: pieces
+// asked for in file order (a split of 300,000 constants of 16 bytes reads
+// each for its hash, for the .ptd's content index and for the write) cost one
+// pread a window instead of one each (900,000 preads were about half of that
+// split's time). Not thread-safe.
+class ReadWindow {
+ public:
+  static constexpr size_t kSize = 256 << 10;
+  // Larger reads go to the file directly (one pread is as good).
+  static constexpr size_t kMaxPiece = 16 << 10;
+  // The bytes [off, off + n) of `fd`, n <= kMaxPiece: from the window, or
+  // from a new window read at `off`. Null when n is larger, or when the file
+  // does not hold them (a read error, or the file ends first): the caller's
+  // own read of them reports that.
+  const uint8_t* Get(int fd, uint64_t off, size_t n);
+  // Call before `fd` is closed or stands for another file.
+  void Forget() { fd_ = -1; }
+
+ private:
+  std::unique_ptr<uint8_t[]> buf_;
+  int fd_ = -1;
+  uint64_t off_ = 0;  // the window holds [off_, off_ + len_) of fd_
+  size_t len_ = 0;
+};
+
 // Reads bytes that view a MappedFile with pread, on a descriptor kept open
 // while consecutive reads come from the same file, instead of through the
 // mapping (whose pages would stay resident, and fault-around maps their
@@ -80,6 +105,7 @@ class MappedReader {
   const MappedFile* mapping_ = nullptr;
   std::weak_ptr<const void> owner_;  // while alive, mapping_ is that file
   int fd_ = -1;
+  ReadWindow window_;  // small reads of fd_
 };
 
 // Writes a file atomically: bytes go to a temporary file in the target
@@ -199,6 +225,7 @@ class AtomicFile {
     int fd = -1;
     bool may_have_holes = true;  // fewer blocks allocated than its size
   } src_;
+  ReadWindow src_window_;  // small pieces of src_.fd
   // Address range of a mapping read through memory, not dropped yet.
   struct Touched {
     std::shared_ptr<const void> owner;  // keeps the mapping alive until dropped
