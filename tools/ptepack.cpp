@@ -11,6 +11,7 @@
 #include "ptepack/error.h"
 #include "ptepack/version.h"
 #include "serialize/io/file_io.h"
+#include "serialize/io/heap.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 
@@ -150,6 +151,7 @@ int UsageError(const CLI::App& app, const CLI::ParseError& e, int argc, char** a
 
 int main(int argc, char** argv) {
   using namespace ptepack::cli;
+  ptepack::PrepareHeap();  // this process is ptepack's: huge pages and reuse for its heap (serialize/io/heap.h)
   CLI::App app{
       "ptepack: write, read, check and repack ExecuTorch program files (.pte) and their "
       "external data files (.ptd) natively, without Python.\nExit status: " +

@@ -1,9 +1,5 @@
 #include "serialize/write/pte_writer.h"
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -18,6 +14,7 @@
 #include "ptepack/error.h"
 #include "serialize/format/pte_format.h"
 #include "serialize/io/file_io.h"
+#include "serialize/io/heap.h"
 #include "serialize/model/dedup.h"
 #include "serialize/model/placement.h"
 #include "serialize/write/output_files.h"
@@ -380,24 +377,17 @@ void AssembleHead(fb::Encoded enc, const PteHeadPlan& h, PteLayout& out) {
 // copied into the program; the flatbuffer; layout/'s header plan.
 namespace {
 
-// Gives the free pages of the heap back to the kernel. glibc keeps freed
-// memory below the top of its heap resident: after external placement
-// (its key and content indexes, the moved constants' Buffer tables, all
-// freed among live tables) a split of 300,000 constants kept 53 MB more at
-// the encoder's peak (peak RSS 487 -> 434 MB; malloc_trim costs 0.1 s of
-// system time there). Once the program is encoded its tree (230 MB there)
-// is free heap the .ptd's layout and the read-back of the outputs grew on
-// top of (in the pages the tree left: 437 MB at the read-back once the
-// encoder's buffer stopped doubling); and the .ptd's layout leaves its
-// FlatTensor tree and indexes (200 MB resident at the read-back).
-void ReturnFreePages() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
-
 // LayoutPte on a tree this call owns; without `segments`, the head alone
-// (no pieces: LayoutPteHead).
+// (no pieces: LayoutPteHead). With external data the heap's free pages go
+// back to the kernel after placement and after the encode (ReturnFreePages):
+// glibc keeps freed memory below the top of its heap resident, and after
+// external placement (its key and content indexes, the moved constants'
+// Buffer tables, all freed among live tables) a split of 300,000 constants
+// kept 53 MB more at the encoder's peak (peak RSS 487 -> 434 MB; the trim
+// costs 0.1 s of system time there). Once the program is encoded its tree
+// (230 MB there) is free heap the .ptd's layout and the read-back of the
+// outputs grew on top of; and the .ptd's layout leaves its FlatTensor tree
+// and indexes (200 MB resident at the read-back: LayoutPackage).
 PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segments) {
   PackageParts pkg = std::move(in);
   const bool external = cfg.external_constants || cfg.external_constants_fn || cfg.external_mutable_weights;

@@ -1,0 +1,96 @@
+#include "serialize/io/heap.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__GLIBC__) && defined(__linux__)
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PTEPACK_HEAP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define PTEPACK_HEAP_SANITIZED 1
+#endif
+#endif
+
+namespace ptepack {
+namespace {
+
+#if defined(__GLIBC__) && defined(__linux__) && !defined(PTEPACK_HEAP_SANITIZED)
+#define PTEPACK_HEAP_POLICY 1
+
+constexpr size_t kHugePage = size_t{2} << 20;
+// Address space the heap takes at each growth and keeps free at its top
+// (M_TOP_PAD): untouched, it costs no memory.
+constexpr int kReserve = 1 << 30;
+
+std::atomic<bool> g_prepared{false};
+uintptr_t g_heap_from = 0;  // where the heap's free top began when it was prepared: marked from here on
+
+// Grows the heap by kReserve of address space and asks for huge pages from
+// g_heap_from to its new end. Blocks larger than the heap's free top make
+// glibc extend the heap by the block plus M_TOP_PAD; freeing them leaves that
+// as the free top. Free chunks elsewhere in the heap may serve the first
+// blocks, hence a few. (The kernel keeps the advice per mapping, and a later
+// growth of the heap is a new mapping without it: hence the reserve.)
+void ReserveAhead() {
+  char* const before = static_cast<char*>(::sbrk(0));
+  if (before == reinterpret_cast<char*>(-1)) return;
+  // The free top ends there; the first block comes from where it starts.
+  const uintptr_t top = reinterpret_cast<uintptr_t>(before) - ::mallinfo2().keepcost;
+  constexpr int kTries = 64;
+  void* volatile blocks[kTries];  // volatile: the allocations are not optimized away
+  int n = 0;
+  while (n < kTries) {
+    blocks[n] = std::malloc(kHugePage);
+    if (blocks[n] == nullptr) break;
+    ++n;
+    if (static_cast<char*>(::sbrk(0)) != before) break;
+  }
+  char* const after = static_cast<char*>(::sbrk(0));
+  for (int i = 0; i < n; ++i) std::free(blocks[i]);
+  if (g_heap_from == 0 || top < g_heap_from) g_heap_from = top;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t from = g_heap_from & ~(page - 1);
+  const uintptr_t to = reinterpret_cast<uintptr_t>(after) & ~(page - 1);
+  if (to > from) (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+}
+#endif
+
+}  // namespace
+
+bool PrepareHeap() {
+#ifdef PTEPACK_HEAP_POLICY
+  const char* opt_out = std::getenv("PTEPACK_DEFAULT_HEAP");
+  if ((opt_out != nullptr && std::strcmp(opt_out, "0") != 0 && opt_out[0] != '\0') || g_prepared.exchange(true)) {
+    return false;
+  }
+  // Blocks up to 32 MiB (glibc's largest threshold) from the heap: a mapping
+  // of their own would get neither the huge pages nor the reuse.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // Freed memory at the top goes back only past 2 GiB (explicitly, below).
+  ::mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+  ::mallopt(M_TOP_PAD, kReserve);
+  ReserveAhead();
+  return true;
+#else
+  return false;
+#endif
+}
+
+void ReturnFreePages() {
+#if defined(__GLIBC__) && defined(__linux__)
+  ::malloc_trim(0);
+#endif
+#ifdef PTEPACK_HEAP_POLICY
+  if (g_prepared.load()) ReserveAhead();
+#endif
+}
+
+}  // namespace ptepack
