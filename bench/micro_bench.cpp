@@ -3,7 +3,9 @@
 //   BM_ProgramBuilderMeta   ProgramBuilder builds bench/gen_programs.py's `meta`
 //                           program (20,002 values, 5,000 instructions) and
 //                           lays it out to bytes in memory (LayoutPte + RenderPte):
-//                           the C++ counterpart of serialize_pte_binary.
+//                           the C++ counterpart of serialize_pte_binary. With
+//                           PTEPACK_BENCH_HEAP=prepared, in a process whose heap
+//                           is prepared as the CLI's (serialize/io/heap.h).
 //   BM_PackFromSpec         PackageFromSpecJson + LayoutPte + RenderPte of a spec
 //                           (`ptepack pack` without the file write).
 //   BM_Repack               PteFile::Open + PackageFromPte + InferConfig +
@@ -21,6 +23,7 @@
 // directory (scripts/bench.sh does); without it they are skipped with a message.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -29,6 +32,7 @@
 #include "config/backend_config.h"
 #include "ptepack/program_builder.h"
 #include "serialize/api/package_access.h"
+#include "serialize/io/heap.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/model/spec.h"
 #include "serialize/read/plan_checks.h"
@@ -173,4 +177,17 @@ BENCHMARK(BM_Repack)->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace ptepack
 
-BENCHMARK_MAIN();
+// With PTEPACK_BENCH_HEAP=prepared the process prepares its heap as the CLI
+// does (serialize/io/heap.h) before any benchmark runs.
+int main(int argc, char** argv) {
+  const char* heap = std::getenv("PTEPACK_BENCH_HEAP");
+  if (heap != nullptr && std::string(heap) == "prepared" && !ptepack::PrepareHeap()) {
+    std::fprintf(stderr, "PTEPACK_BENCH_HEAP=prepared: this build or platform has no heap policy\n");
+    return 2;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
