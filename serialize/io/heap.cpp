@@ -22,7 +22,10 @@
 namespace ptepack {
 namespace {
 
-#if defined(__GLIBC__) && defined(__linux__) && !defined(PTEPACK_HEAP_SANITIZED)
+// 64-bit glibc 2.33 or later (mallinfo2) on Linux: a reserve of 1 GiB of
+// address space is nothing there.
+#if defined(__GLIBC__) && defined(__linux__) && !defined(PTEPACK_HEAP_SANITIZED) && defined(__LP64__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #define PTEPACK_HEAP_POLICY 1
 
 constexpr size_t kHugePage = size_t{2} << 20;

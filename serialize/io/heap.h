@@ -5,8 +5,8 @@
 
 namespace ptepack {
 
-// For a process that ptepack's work owns (the CLI, a benchmark), on
-// glibc/Linux outside sanitizer builds: blocks up to 32 MiB come from the
+// For a process that ptepack's work owns (the CLI, a benchmark), on 64-bit
+// Linux with glibc 2.33 or later, outside sanitizer builds: blocks up to 32 MiB come from the
 // heap instead of a mapping each, the heap reserves 1 GiB of address space
 // ahead (nothing is touched) and asks the kernel for transparent huge pages
 // there (madvise MADV_HUGEPAGE), and freed memory stays for reuse instead of
