@@ -75,6 +75,13 @@ std::string ThpMode() {
   return a == std::string::npos || b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
 }
 
+// 16 MiB (below the 32 MiB mapping threshold) touched: 4,096 faults with
+// 4 KiB pages. With 2 MiB ones, one per 2 MiB, but for the 2 MiB ranges at
+// the block's two ends that other memory of the heap (4 KiB pages) shares:
+// at most 512 each.
+constexpr size_t kBlock = size_t{16} << 20;
+constexpr long kMost = 2 * 512 + kBlock / (size_t{2} << 20) + 16;
+
 TEST(Heap, PreparedHeapIsMarkedForHugePagesAndStaysSoAfterATrim) {
   ::unsetenv("PTEPACK_DEFAULT_HEAP");
   const bool did = PrepareHeap();
@@ -92,33 +99,24 @@ TEST(Heap, PreparedHeapIsMarkedForHugePagesAndStaysSoAfterATrim) {
   if (ThpMode() == "never" || ThpMode().empty()) {
     GTEST_SKIP() << "this kernel gives no transparent huge pages (mode \"" << ThpMode() << "\")";
   }
-  // 16 MiB (below the 32 MiB mapping threshold) touched: 4,096 faults with
-  // 4 KiB pages. With 2 MiB ones, one per 2 MiB, but for the 2 MiB ranges at
-  // the block's two ends that other memory of the heap (4 KiB pages) shares:
-  // at most 512 each. `a` stays allocated, so `b`, after the trim, is memory
-  // the heap gets anew.
-  constexpr size_t kBlock = size_t{16} << 20;
-  constexpr long kMost = 2 * 512 + kBlock / (size_t{2} << 20) + 16;
-  auto touch = [](char* p) {
+  // A new block, touched: its faults and its mapping. `a` stays allocated,
+  // so `b`, after the trim, is memory the heap gets anew.
+  auto fresh = [](const char* when) {
+    char* p = static_cast<char*>(std::malloc(kBlock));
+    if (p == nullptr) return p;
     const long before = MinorFaults();
     std::memset(p, 1, kBlock);
-    return MinorFaults() - before;
+    EXPECT_LE(MinorFaults() - before, kMost) << "faults for 16 MiB " << when;
+    const Mapping m = MappingOf(p + kBlock / 2);
+    EXPECT_TRUE(m.huge_flag) << when;
+    EXPECT_GE(m.anon_huge_kb, 2048) << when;
+    return p;
   };
-  char* a = static_cast<char*>(std::malloc(kBlock));
+  char* a = fresh("after PrepareHeap");
   ASSERT_NE(a, nullptr);
-  const long fa = touch(a);
-  EXPECT_LE(fa, kMost) << "faults for 16 MiB";
-  const Mapping ma = MappingOf(a + kBlock / 2);
-  EXPECT_TRUE(ma.huge_flag);
-  EXPECT_GE(ma.anon_huge_kb, 2048);
   ReturnFreePages();
-  char* b = static_cast<char*>(std::malloc(kBlock));
+  char* b = fresh("after a trim");
   ASSERT_NE(b, nullptr);
-  const long fb = touch(b);
-  EXPECT_LE(fb, kMost) << "faults for 16 MiB after a trim";
-  const Mapping mb = MappingOf(b + kBlock / 2);
-  EXPECT_TRUE(mb.huge_flag);
-  EXPECT_GE(mb.anon_huge_kb, 2048);
   std::free(a);
   std::free(b);
 }
