@@ -135,5 +135,22 @@ TEST(HeapDeathTest, DefaultHeapOnRequest) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// Nor where a reserve of address space could make a later allocation fail:
+// a limit on the process's data (ulimit -d), however generous.
+TEST(HeapDeathTest, NoReserveUnderALimit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::unsetenv("PTEPACK_DEFAULT_HEAP");
+        struct rlimit r {};
+        ::getrlimit(RLIMIT_DATA, &r);
+        r.rlim_cur = rlim_t{64} << 30;
+        if (r.rlim_max != RLIM_INFINITY && r.rlim_cur > r.rlim_max) r.rlim_cur = r.rlim_max;
+        if (::setrlimit(RLIMIT_DATA, &r) != 0) std::exit(2);
+        std::exit(PrepareHeap() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
 }  // namespace ptepack

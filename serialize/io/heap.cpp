@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__GLIBC__) && defined(__linux__)
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #endif
 
@@ -29,9 +32,28 @@ namespace {
 #define PTEPACK_HEAP_POLICY 1
 
 constexpr size_t kHugePage = size_t{2} << 20;
-// Address space the heap takes at each growth and keeps free at its top
-// (M_TOP_PAD): untouched, it costs no memory.
+// Address space the heap takes when it is prepared (M_TOP_PAD for that one
+// growth): untouched, it costs no memory. Later growths take glibc's default.
 constexpr int kReserve = 1 << 30;
+constexpr int kDefaultTopPad = 128 << 10;
+
+// Whether reserving address space could fail an allocation later: a limit
+// on the process's address space or data (ulimit -v, -d), or the kernel's
+// strict accounting (vm.overcommit_memory = 2), where a reserve counts as
+// memory committed.
+bool ReserveMayFail() {
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (::getrlimit(resource, &r) != 0 || r.rlim_cur != RLIM_INFINITY) return true;
+  }
+  char mode = '0';
+  const int fd = ::open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (::read(fd, &mode, 1) != 1) mode = '0';
+    ::close(fd);
+  }
+  return mode == '2';
+}
 
 std::atomic<bool> g_prepared{false};
 uintptr_t g_heap_from = 0;  // where the heap's free top began when it was prepared: marked from here on
@@ -45,6 +67,7 @@ uintptr_t g_heap_from = 0;  // where the heap's free top began when it was prepa
 void ReserveAhead() {
   char* const before = static_cast<char*>(::sbrk(0));
   if (before == reinterpret_cast<char*>(-1)) return;
+  ::mallopt(M_TOP_PAD, kReserve);
   // The free top ends there; the first block comes from where it starts.
   const uintptr_t top = reinterpret_cast<uintptr_t>(before) - ::mallinfo2().keepcost;
   constexpr int kTries = 64;
@@ -57,7 +80,8 @@ void ReserveAhead() {
     if (static_cast<char*>(::sbrk(0)) != before) break;
   }
   char* const after = static_cast<char*>(::sbrk(0));
-  for (int i = 0; i < n; ++i) std::free(blocks[i]);
+  ::mallopt(M_TOP_PAD, kDefaultTopPad);
+  for (int i = 0; i < n; ++i) std::free(blocks[i]);  // the reserve stays: no trim below 2 GiB
   if (g_heap_from == 0 || top < g_heap_from) g_heap_from = top;
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t from = g_heap_from & ~(page - 1);
@@ -71,7 +95,8 @@ void ReserveAhead() {
 bool PrepareHeap() {
 #ifdef PTEPACK_HEAP_POLICY
   const char* opt_out = std::getenv("PTEPACK_DEFAULT_HEAP");
-  if ((opt_out != nullptr && std::strcmp(opt_out, "0") != 0 && opt_out[0] != '\0') || g_prepared.exchange(true)) {
+  if ((opt_out != nullptr && std::strcmp(opt_out, "0") != 0 && opt_out[0] != '\0') || ReserveMayFail() ||
+      g_prepared.exchange(true)) {
     return false;
   }
   // Blocks up to 32 MiB (glibc's largest threshold) from the heap: a mapping
@@ -79,7 +104,6 @@ bool PrepareHeap() {
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   // Freed memory at the top goes back only past 2 GiB (explicitly, below).
   ::mallopt(M_TRIM_THRESHOLD, INT32_MAX);
-  ::mallopt(M_TOP_PAD, kReserve);
   ReserveAhead();
   return true;
 #else
