@@ -201,16 +201,18 @@ long ResidentKb(const uint8_t* p) {
   return kb;
 }
 
-// Hashed through its mapping, a large range leaves none of its pages mapped:
-// they are dropped behind the hash as it goes (else hashing a 40 GiB file
-// would map all of it), including at a range start and end that are not on
-// a page or window boundary.
+// A mapped file is hashed from the file (pread); only when it cannot be
+// opened again (here: removed after mapping) through its mapping. Then a large
+// range leaves none of its pages mapped: they are dropped behind the hash as
+// it goes (else hashing a 40 GiB file would map all of it), including at a
+// range start and end that are not on a page or window boundary.
 TEST(MappedHash, DropsTheMappedPagesItRead) {
   const std::string dir = TempDir("hash_drop");
   const std::string path = dir + "/big";
   const auto bytes = RandomBytes(static_cast<size_t>(40 << 20) + 777, 13);
   WriteFile(path, bytes);
   auto m = MappedFile::Open(path);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
   for (size_t off : {size_t{0}, size_t{12345}}) {
     const size_t n = bytes.size() - 2 * off;
     const uint8_t* p = m->data();

@@ -79,17 +79,17 @@ void FeedMemory(const Bytes& b, Xxh3Stream* state) {
   }
 }
 
-// Mapped files are hashed through their mapping from this size on, a few
-// MiB at a time with the pages dropped after: reading them with pread copies
-// every byte into a buffer first (1 GiB in the page cache: 0.28 s with
-// pread, 0.105 s through the mapping, 6.8 MB resident either way). Smaller
-// pieces -- a model's many small constants -- are read with pread, one call
-// each, instead of an madvise per piece.
-constexpr uint64_t kMappedFrom = 1 << 20;
-
-bool ReadThroughMapping(const Bytes& b) {
-  return b.size >= kMappedFrom && MappingOf(b) != nullptr && MappingOf(b)->Contains(b.data, b.size);
-}
+// Mapped files are hashed from their file, read with pread into a buffer
+// (256 KiB a thread), not through the mapping: the copy runs through the
+// kernel's own mapping of memory, while reading the page cache through ours
+// takes a fault per folio and a TLB miss per 4 KiB page, which on a VM walks
+// two page tables. On this project's VM (2026-12, Linux 6.18) `verify
+// --checksum` of 1 GiB in the page cache took 0.07 s that way and 0.25-0.27 s
+// through the mapping (8,000 faults; 0.06-0.07 s right after the file was
+// written, in large folios), against xxhsum's 0.13 s. (The VM before it had
+// the opposite: 0.28 s with pread and 0.105 s through the mapping on one
+// core; docs/performance.md, Rounds 6 and 9.) The mapping is read only when
+// the file cannot be opened again.
 
 // ---- XXH3-64 of one long range on two threads ------------------------------
 //
@@ -455,7 +455,7 @@ uint64_t HashFileRange(int fd, uint64_t offset, uint64_t size) {
 }
 
 uint64_t HashBytes(const Bytes& b) {
-  if (!ReadThroughMapping(b) && MappingOf(b) && MappingOf(b)->Contains(b.data, b.size)) {
+  if (MappingOf(b) && MappingOf(b)->Contains(b.data, b.size)) {
     Fd fd{MappingOf(b)->Reopen()};
     if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size);
   }
@@ -467,16 +467,11 @@ uint64_t HashBytes(const Bytes& b) {
 
 BytesHasher::~BytesHasher() = default;
 
+// One thread, whatever the size: callers hash thousands of pieces (a model's
+// constants), and a helper thread per piece waits for the scheduler of a busy
+// machine more than it saves (split of 256 x 4 MiB constants at load 12:
+// 2.40 s with one per constant, 1.27 s before it).
 uint64_t BytesHasher::Hash(const Bytes& b) {
-  if (ReadThroughMapping(b)) {
-    // One thread, whatever the size: callers hash thousands of pieces (a
-    // model's constants), and a helper thread per piece waits for the
-    // scheduler of a busy machine more than it saves (split of 256 x 4 MiB
-    // constants at load 12: 2.40 s with one per constant, 1.27 s before it).
-    Xxh3Stream s;
-    FeedMemory(b, &s);
-    return s.Digest();
-  }
   const int fd = reader_.Open(b);
   if (fd < 0) return HashBytes(b);
   if (buf_.size() < kBlock) buf_.resize(kBlock);
@@ -498,7 +493,7 @@ void HashRegions(const Bytes& file, std::vector<RegionSum>* regions) {
   }
   Fd fd;
   uint64_t base = 0;
-  if (!ReadThroughMapping(file) && MappingOf(file) && MappingOf(file)->Contains(file.data, file.size)) {
+  if (MappingOf(file) && MappingOf(file)->Contains(file.data, file.size)) {
     fd.fd = MappingOf(file)->Reopen();
     base = static_cast<uint64_t>(file.data - MappingOf(file)->data());
     if (fd.fd >= 0)
