@@ -1030,12 +1030,13 @@ void AtomicFile::Write(const Bytes& b) {
   source_bytes_ += b.size;
   if (b.size >= kDirectMin) {
     CopyExtents(fd, off, b.size, src_.may_have_holes);
-  } else if (const uint8_t* w = src_window_.Get(fd, off, b.size)) {
-    Unbuffering();
-    Write(w, b.size);
   } else {
     Unbuffering();
-    ReadFrom(fd, off, b.size);
+    if (const uint8_t* w = src_window_.Get(fd, off, b.size)) {
+      Write(w, b.size);
+    } else {
+      ReadFrom(fd, off, b.size);
+    }
   }
 }
 
