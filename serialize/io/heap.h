@@ -10,10 +10,11 @@ namespace ptepack {
 // 32 MiB come from the heap instead of a mapping each, the heap reserves
 // 1 GiB of address space ahead (nothing is touched) and asks the kernel for
 // transparent huge pages there (madvise MADV_HUGEPAGE), and freed memory
-// stays for reuse instead of going back at every free. A new page costs one fault per 2 MiB instead of
-// per 4 KiB: on this project's VM a fault costs about 8 us, and `pack` of the
-// bench's 20,002-value spec took 7,600 of them (0.06 s of 0.12 s). Where the
-// kernel gives no huge pages (THP "never") the heap works as before. Does
+// stays for reuse instead of going back at every free. A new page costs one
+// fault per 2 MiB instead of per 4 KiB: on this project's VM a fault costs
+// about 8 us, and `pack` of the bench's 20,002-value spec took 7,600 of them
+// (0.06 s of 0.12 s). Where the kernel gives no huge pages (THP "never") the
+// heap works as before. Does
 // nothing elsewhere, where a reserve could make a later allocation fail (a
 // limit on address space or data: ulimit -v, -d; vm.overcommit_memory = 2),
 // or with PTEPACK_DEFAULT_HEAP=1 in the environment.
