@@ -53,7 +53,7 @@ constexpr int kSlots = 64;
 constexpr size_t kSlotPath = 4096;
 struct TempSlot {
   std::atomic<bool> used{false};
-  char path[kSlotPath];
+  char path[kSlotPath] = {};
 };
 TempSlot g_slots[kSlots];
 std::atomic<int> g_writing{0};
