@@ -739,6 +739,12 @@ std::vector<uint8_t> RenderPte(const PteLayout& l) {
   return out;
 }
 
+std::vector<uint8_t> RenderPte(PteLayout&& l) {
+  std::vector<uint8_t> out = std::move(l.head);
+  if (l.segments.data_size() > 0) AppendSegments(out, l.segment_base_offset, l.segments);
+  return out;
+}
+
 std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
   std::vector<uint8_t> out = l.head;
   AppendSegments(out, l.segment_base_offset, l.segments);

@@ -91,8 +91,10 @@ uint64_t WritePtdLayout(const PtdLayout& layout, const std::string& path, const 
 std::optional<uint64_t> FirstDifference(const PteLayout& layout, const Bytes& file);
 std::optional<uint64_t> FirstDifference(const PtdLayout& layout, const Bytes& file);
 
-// Whole file in memory (tests, small programs).
+// Whole file in memory (tests, small programs). From a layout no longer needed
+// the head is taken, not copied.
 std::vector<uint8_t> RenderPte(const PteLayout& layout);
+std::vector<uint8_t> RenderPte(PteLayout&& layout);
 std::vector<uint8_t> RenderPtd(const PtdLayout& layout);
 
 }  // namespace ptepack
