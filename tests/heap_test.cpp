@@ -40,7 +40,7 @@ struct Mapping {
 };
 
 // What /proc/self/smaps says of the mapping holding `p`.
-Mapping MappingOf(const void* p) {
+Mapping SmapsEntryOf(const void* p) {
   Mapping m;
   std::ifstream f("/proc/self/smaps");
   std::string line;
@@ -107,7 +107,7 @@ TEST(Heap, PreparedHeapIsMarkedForHugePagesAndStaysSoAfterATrim) {
     const long before = MinorFaults();
     std::memset(p, 1, kBlock);
     EXPECT_LE(MinorFaults() - before, kMost) << "faults for 16 MiB " << when;
-    const Mapping m = MappingOf(p + kBlock / 2);
+    const Mapping m = SmapsEntryOf(p + kBlock / 2);
     EXPECT_TRUE(m.huge_flag) << when;
     EXPECT_GE(m.anon_huge_kb, 2048) << when;
     return p;
@@ -130,7 +130,7 @@ TEST(HeapDeathTest, DefaultHeapOnRequest) {
         const bool did = PrepareHeap();
         char* a = static_cast<char*>(std::malloc(size_t{8} << 20));
         std::memset(a, 1, size_t{8} << 20);
-        std::exit(!did && !MappingOf(a).huge_flag ? 0 : 1);
+        std::exit(!did && !SmapsEntryOf(a).huge_flag ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
 }
