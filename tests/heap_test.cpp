@@ -135,6 +135,48 @@ TEST(HeapDeathTest, DefaultHeapOnRequest) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// Every whole 2 MiB range of a block the heap gives right after it was
+// prepared (and again after a trim) is one huge page: touched, one fault each.
+// The first of them too: the reserve is made by allocating a block that is
+// freed again, and glibc writes the header of the chunk after that block
+// before the advice is given; a range that already has a page keeps 4 KiB
+// pages (512 faults). Only the whole ranges are touched here: the block's two
+// ends share their ranges with other memory of the heap.
+TEST(HeapDeathTest, EveryWholeRangeOfTheReserveIsOneHugePage) {
+#if !defined(__GLIBC__) || !defined(__linux__) || !defined(__LP64__) || \
+    !(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  GTEST_SKIP() << "the heap policy is for 64-bit Linux with glibc 2.33 or later";
+#endif
+  if (kSanitized) GTEST_SKIP() << "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
+  if (ThpMode() == "never" || ThpMode().empty()) {
+    GTEST_SKIP() << "this kernel gives no transparent huge pages (mode \"" << ThpMode() << "\")";
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::unsetenv("PTEPACK_DEFAULT_HEAP");
+        if (!PrepareHeap()) std::exit(2);
+        constexpr uintptr_t kRange = uintptr_t{2} << 20;
+        // Exit code 0 when the whole ranges of a new block fault once each.
+        auto one_fault_a_range = [](const char* when) {
+          char* p = static_cast<char*>(std::malloc(kBlock));
+          if (p == nullptr) std::exit(3);
+          const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + kRange - 1) & ~(kRange - 1);
+          const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + kBlock) & ~(kRange - 1);
+          const long ranges = static_cast<long>((to - from) / kRange);
+          const long before = MinorFaults();
+          std::memset(reinterpret_cast<void*>(from), 1, to - from);
+          const long faults = MinorFaults() - before;
+          std::fprintf(stderr, "%s: %ld faults for %ld whole 2 MiB ranges\n", when, faults, ranges);
+          return faults <= ranges + 4;
+        };
+        if (!one_fault_a_range("after PrepareHeap")) std::exit(1);
+        ReturnFreePages();
+        std::exit(one_fault_a_range("after a trim") ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // Nor where a reserve of address space could make a later allocation fail:
 // a limit on the process's data (ulimit -d), however generous.
 TEST(HeapDeathTest, NoReserveUnderALimit) {
