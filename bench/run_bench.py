@@ -147,8 +147,9 @@ class Table:
         met = ("yes" if ok(worst) else "**no**") if ok else "-"
         self.rows.append((row, ours, anchor, fmt(statistics.median(ratios)), fmt(worst) + " (n=%d)" % len(ratios),
                           target, met))
-        print("  %s: %s | %s | %s, worst %s (goal %s)" % (row, ours, anchor, fmt(statistics.median(ratios)),
-                                                          fmt(worst), target), file=sys.stderr, flush=True)
+        print("  %s: %s | %s | %s, worst %s (goal %s); run by run: %s" %
+              (row, ours, anchor, fmt(statistics.median(ratios)), fmt(worst), target, " ".join(fmt(r) for r in ratios)),
+              file=sys.stderr, flush=True)
 
     def print(self):
         head = ("row", "ours (median)", "anchor (median)", "ratio (median)", "worst ratio", "goal", "met")
