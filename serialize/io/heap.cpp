@@ -99,7 +99,7 @@ void ReserveAhead() {
   // what the heap gives next starts on the boundary, in a range of its own.
   // Untouched but for its header it costs no memory; a command's peak RSS
   // starts 2 MiB higher (`inspect` of add.pte 6.1 -> 8.0 MB), its faults
-  // lower (`pack` of the meta spec 270-330 -> 150-160, `inspect` 180-195 -> 140).
+  // lower (`pack` of the meta spec 270-330 -> 150-176, `inspect` 180-195 -> 140).
   const bool keep_first = n == 1 && reinterpret_cast<uintptr_t>(blocks[0]) == top + 2 * sizeof(size_t);
   for (int i = keep_first ? 1 : 0; i < n; ++i) std::free(blocks[i]);  // the reserve stays: no trim below 2 GiB
   if (g_heap_from == 0 || top < g_heap_from) g_heap_from = top;
