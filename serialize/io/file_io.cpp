@@ -427,12 +427,13 @@ MappedReader::~MappedReader() {
 }
 
 int MappedReader::Open(const Bytes& b) {
-  if (MappingOf(b) == nullptr || IsZeros(b) || !MappingOf(b)->Contains(b.data, b.size)) return -1;
-  if (MappingOf(b) != mapping_ || owner_.expired() || fd_ < 0) {
+  const MappedFile* m = MappingHolding(b);
+  if (m == nullptr || IsZeros(b)) return -1;
+  if (m != mapping_ || owner_.expired() || fd_ < 0) {
     window_.Forget();
     if (fd_ >= 0) ::close(fd_);
-    fd_ = MappingOf(b)->Reopen();
-    mapping_ = MappingOf(b);
+    fd_ = m->Reopen();
+    mapping_ = m;
     owner_ = b.owner;
   }
   return fd_;
@@ -1017,16 +1018,17 @@ void AtomicFile::Write(const Bytes& b) {
     WriteZeros(b.size);
     return;
   }
-  if (MappingOf(b) == nullptr || !MappingOf(b)->Contains(b.data, b.size)) {
+  const MappedFile* m = MappingHolding(b);
+  if (m == nullptr) {
     Write(b.data, b.size);
     return;
   }
-  int fd = g_kernel_copy.load() ? SourceFd(*MappingOf(b)) : -1;
+  int fd = g_kernel_copy.load() ? SourceFd(*m) : -1;
   if (fd < 0) {
     WriteMapped(b);
     return;
   }
-  const uint64_t off = static_cast<uint64_t>(b.data - MappingOf(b)->data());
+  const uint64_t off = static_cast<uint64_t>(b.data - m->data());
   source_bytes_ += b.size;
   if (b.size >= kDirectMin) {
     CopyExtents(fd, off, b.size, src_.may_have_holes);

@@ -57,6 +57,13 @@ class MappedFile {
   std::weak_ptr<const MappedFile> self_;
 };
 
+// The mapped file whose mapping holds all of `b`, or null (`b` is not a view
+// of a mapped file, or runs past its mapping).
+inline const MappedFile* MappingHolding(const Bytes& b) {
+  const MappedFile* m = MappingOf(b);
+  return m != nullptr && m->Contains(b.data, b.size) ? m : nullptr;
+}
+
 // Small reads of one open file served from a window read ahead: pieces
 // asked for in file order (a split of 300,000 constants of 16 bytes reads
 // each for its hash, for the .ptd's content index and for the write) cost one

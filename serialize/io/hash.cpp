@@ -455,9 +455,9 @@ uint64_t HashFileRange(int fd, uint64_t offset, uint64_t size) {
 }
 
 uint64_t HashBytes(const Bytes& b) {
-  if (MappingOf(b) && MappingOf(b)->Contains(b.data, b.size)) {
-    Fd fd{MappingOf(b)->Reopen()};
-    if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size);
+  if (const MappedFile* m = MappingHolding(b)) {
+    Fd fd{m->Reopen()};
+    if (fd.fd >= 0) return HashFileRange(fd.fd, static_cast<uint64_t>(b.data - m->data()), b.size);
   }
   if (par::TwoThreads(b.size)) return par::HashOnTwoThreads(par::Source{-1, &b, 0}, b.size);
   Xxh3Stream s;
@@ -493,9 +493,9 @@ void HashRegions(const Bytes& file, std::vector<RegionSum>* regions) {
   }
   Fd fd;
   uint64_t base = 0;
-  if (MappingOf(file) && MappingOf(file)->Contains(file.data, file.size)) {
-    fd.fd = MappingOf(file)->Reopen();
-    base = static_cast<uint64_t>(file.data - MappingOf(file)->data());
+  if (const MappedFile* m = MappingHolding(file)) {
+    fd.fd = m->Reopen();
+    base = static_cast<uint64_t>(file.data - m->data());
     if (fd.fd >= 0)
       ::posix_fadvise(fd.fd, static_cast<off_t>(base), static_cast<off_t>(file.size), POSIX_FADV_SEQUENTIAL);
   }
