@@ -33,6 +33,15 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
+// Where the heap policy is meant to apply: 64-bit Linux with glibc 2.33 or later.
+#if defined(__GLIBC__) && defined(__linux__) && defined(__LP64__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+constexpr bool kPolicyPlatform = true;
+#else
+constexpr bool kPolicyPlatform = false;
+#endif
+constexpr const char* kNotPolicyPlatform = "the heap policy is for 64-bit Linux with glibc 2.33 or later";
+
 struct Mapping {
   bool found = false;
   bool huge_flag = false;  // VmFlags has "hg"
@@ -75,6 +84,12 @@ std::string ThpMode() {
   return a == std::string::npos || b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
 }
 
+// Why huge pages cannot be seen here, or "" where they can.
+std::string NoHugePages() {
+  const std::string mode = ThpMode();
+  return mode == "never" || mode.empty() ? "this kernel gives no transparent huge pages (mode \"" + mode + "\")" : "";
+}
+
 // 16 MiB (below the 32 MiB mapping threshold) touched: 4,096 faults with
 // 4 KiB pages. With 2 MiB ones, one per 2 MiB, but for the 2 MiB ranges at
 // the block's two ends that other memory of the heap (4 KiB pages) shares:
@@ -85,20 +100,17 @@ constexpr long kMost = 2 * 512 + kBlock / (size_t{2} << 20) + 16;
 TEST(Heap, PreparedHeapIsMarkedForHugePagesAndStaysSoAfterATrim) {
   ::unsetenv("PTEPACK_DEFAULT_HEAP");
   const bool did = PrepareHeap();
-#if !defined(__GLIBC__) || !defined(__linux__) || !defined(__LP64__) || \
-    !(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  EXPECT_FALSE(did);
-  GTEST_SKIP() << "the heap policy is for 64-bit Linux with glibc 2.33 or later";
-#endif
+  if (!kPolicyPlatform) {
+    EXPECT_FALSE(did);
+    GTEST_SKIP() << kNotPolicyPlatform;
+  }
   if (kSanitized) {
     EXPECT_FALSE(did) << "sanitizers bring their own allocator";
     GTEST_SKIP() << "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
   }
   ASSERT_TRUE(did);
   EXPECT_FALSE(PrepareHeap()) << "once per process";
-  if (ThpMode() == "never" || ThpMode().empty()) {
-    GTEST_SKIP() << "this kernel gives no transparent huge pages (mode \"" << ThpMode() << "\")";
-  }
+  if (const std::string why = NoHugePages(); !why.empty()) GTEST_SKIP() << why;
   // A new block, touched: its faults and its mapping. `a` stays allocated,
   // so `b`, after the trim, is memory the heap gets anew.
   auto fresh = [](const char* when) {
@@ -137,20 +149,15 @@ TEST(HeapDeathTest, DefaultHeapOnRequest) {
 
 // Every whole 2 MiB range of a block the heap gives right after it was
 // prepared (and again after a trim) is one huge page: touched, one fault each.
-// The first of them too: the reserve is made by allocating a block that is
-// freed again, and glibc writes the header of the chunk after that block
-// before the advice is given; a range that already has a page keeps 4 KiB
-// pages (512 faults). Only the whole ranges are touched here: the block's two
-// ends share their ranges with other memory of the heap.
+// The first of them too: the reserve is made by allocating a block, and glibc
+// writes the header of the chunk after that block before the advice is given;
+// a range that already has a page keeps 4 KiB pages (512 faults). Only the
+// whole ranges are touched here: the block's two ends share their ranges with
+// other memory of the heap.
 TEST(HeapDeathTest, EveryWholeRangeOfTheReserveIsOneHugePage) {
-#if !defined(__GLIBC__) || !defined(__linux__) || !defined(__LP64__) || \
-    !(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  GTEST_SKIP() << "the heap policy is for 64-bit Linux with glibc 2.33 or later";
-#endif
+  if (!kPolicyPlatform) GTEST_SKIP() << kNotPolicyPlatform;
   if (kSanitized) GTEST_SKIP() << "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
-  if (ThpMode() == "never" || ThpMode().empty()) {
-    GTEST_SKIP() << "this kernel gives no transparent huge pages (mode \"" << ThpMode() << "\")";
-  }
+  if (const std::string why = NoHugePages(); !why.empty()) GTEST_SKIP() << why;
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
