@@ -324,8 +324,22 @@ def main():
                     "repack": [cli, "repack", src, "-o", T("o.pte"), "--force"],
                     "split": [cli, "split", src, "--external-constants", "w", "-o", T("o.pte"), "--force"],
                 }
+                # This VM hands free memory back to its host (virtio-balloon
+                # free page reporting: 2 MiB blocks free for ~2 s are
+                # reported and dropped), and the first write to reported
+                # memory pays the host's faults: `cp` of 1 GiB here took
+                # 0.5 s right after a 1 GiB file was removed and 1.5 s after
+                # 5 s idle. Whichever command ran first after a pause paid
+                # that (the first `pack` of each block, 2.1 s instead of 0.3
+                # s). So before each timed command the memcpy anchor, untimed,
+                # touches 2 GiB and frees it: every command writes into memory
+                # the host backs (docs/performance.md, Round 11).
+                def clean():
+                    [rm(T(f)) for f in os.listdir(shm)]
+                    subprocess.run([memcpy, "--mib", str(mib), "--repeat", "1"], stdout=subprocess.DEVNULL,
+                                   check=True)
+
                 for name, argv in writers.items():
-                    clean = lambda: [rm(T(f)) for f in os.listdir(shm)]  # noqa: E731
                     # The least any writer of a new file here pays: the kernel
                     # allocating (and zeroing) its pages, measured by
                     # fallocate of the same size, plus copying the bytes.
