@@ -335,7 +335,8 @@ def main():
                 # touches 2 GiB and frees it: every command writes into memory
                 # the host backs (docs/performance.md, Round 11).
                 def clean():
-                    [rm(T(f)) for f in os.listdir(shm)]
+                    for f in os.listdir(shm):
+                        rm(T(f))
                     subprocess.run([memcpy, "--mib", str(mib), "--repeat", "1"], stdout=subprocess.DEVNULL,
                                    check=True)
 
