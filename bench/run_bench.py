@@ -332,9 +332,10 @@ def main():
                 # 5 s idle. Whichever command ran first after a pause paid
                 # that (the first `pack` of each block, 2.1 s instead of 0.3
                 # s). So before each timed command the memcpy anchor, untimed,
-                # touches 2 GiB and frees it: every command writes into memory
-                # the host backs (docs/performance.md, Round 11).
-                def clean():
+                # touches twice the file's size (2 GiB) and frees it: every
+                # command writes into memory the host backs (docs/performance.md,
+                # Round 11).
+                def fresh_backed():
                     for f in os.listdir(shm):
                         rm(T(f))
                     subprocess.run([memcpy, "--mib", str(mib), "--repeat", "1"], stdout=subprocess.DEVNULL,
@@ -344,10 +345,11 @@ def main():
                     # The least any writer of a new file here pays: the kernel
                     # allocating (and zeroing) its pages, measured by
                     # fallocate of the same size, plus copying the bytes.
-                    r = median_runs({"ours": (argv, None, clean),
-                                     "cp": (["cp", src, T("o.cp")], None, clean),
+                    r = median_runs({"ours": (argv, None, fresh_backed),
+                                     "cp": (["cp", src, T("o.cp")], None, fresh_backed),
                                      "memcpy": ([memcpy, "--mib", str(mib), "--repeat", "1"], None, None),
-                                     "fallocate": (["fallocate", "-l", str(size), T("o.fa")], None, clean)}, repeat)
+                                     "fallocate": (["fallocate", "-l", str(size), T("o.fa")], None, fresh_backed)},
+                                    repeat)
                     ours = r["ours"]
                     mc = [json.loads(o)["seconds"] for o in r["memcpy"].out]
                     t.add("tmpfs: `%s` of %s of constants to %s vs `cp`" % (name, mb(size), a.tmpfs),
