@@ -6,8 +6,5 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTEPACK_BUILD_PYTHON=ON >/dev/null
 cmake --build build -j"$(nproc)"
-fixture=../shared/fixtures/executorch/linear.pte
-if [ -f "$fixture" ]; then
-  ./build/ptepack inspect "$fixture" --ptd ../shared/fixtures/executorch/linear.ptd
-fi
+./scripts/demo.sh build
 echo "built: ./build/ptepack, the C++ library, and the Python module (PYTHONPATH=build/python python3 -c 'import ptepack')"
