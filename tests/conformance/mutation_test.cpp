@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -162,6 +163,33 @@ bool PtepackAccepts(const Mutant& m, uint64_t* planned) {
 #define PTEPACK_RUNTIME_ORACLE ""
 #endif
 
+// This process's environment for the runtime's runs, with LeakSanitizer off in a sanitized
+// build: a verdict is loaded, refused or crashed, and what ExecuTorch's runtime leaves
+// allocated at exit is none of them. LSan's scan at exit was half of each run (60-80 ms,
+// 3,838 page faults, against 30 ms and 1,352 without it, on an AMD EPYC VM where a fault
+// costs microseconds): 2,000 runs, a minute of CI. Errors (ASan, UBSan) still end the run
+// as a crash. Options later in ASAN_OPTIONS override earlier ones.
+std::vector<char*> OracleEnvironment() {
+  static std::vector<std::string> vars = [] {
+    std::vector<std::string> v;
+    std::string asan = "ASAN_OPTIONS=";
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "ASAN_OPTIONS=", 13) == 0) {
+        asan = *e;
+        asan += ':';
+      } else {
+        v.emplace_back(*e);
+      }
+    }
+    v.push_back(asan + "detect_leaks=0");
+    return v;
+  }();
+  std::vector<char*> envp;
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  return envp;
+}
+
 // The runtime's verdict: 0 loaded, 1 refused, anything else a crash.
 int RuntimeVerdict(const std::string& pte, const std::string& ptd) {
   std::vector<std::string> args = {PTEPACK_RUNTIME_ORACLE, pte};
@@ -177,7 +205,8 @@ int RuntimeVerdict(const std::string& pte, const std::string& ptd) {
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  static std::vector<char*> envp = OracleEnvironment();
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
   int status = 0;
