@@ -169,7 +169,7 @@ bool PtepackAccepts(const Mutant& m, uint64_t* planned) {
 // 3,838 page faults, against 30 ms and 1,352 without it, on an AMD EPYC VM where a fault
 // costs microseconds): 2,000 runs, a minute of CI. Errors (ASan, UBSan) still end the run
 // as a crash. Options later in ASAN_OPTIONS override earlier ones.
-std::vector<char*> OracleEnvironment() {
+char* const* OracleEnvironment() {
   static std::vector<std::string> vars = [] {
     std::vector<std::string> v;
     std::string asan = "ASAN_OPTIONS=";
@@ -184,10 +184,13 @@ std::vector<char*> OracleEnvironment() {
     v.push_back(asan + "detect_leaks=0");
     return v;
   }();
-  std::vector<char*> envp;
-  for (auto& v : vars) envp.push_back(v.data());
-  envp.push_back(nullptr);
-  return envp;
+  static std::vector<char*> envp = [] {
+    std::vector<char*> p;
+    for (auto& v : vars) p.push_back(v.data());
+    p.push_back(nullptr);
+    return p;
+  }();
+  return envp.data();
 }
 
 // The runtime's verdict: 0 loaded, 1 refused, anything else a crash.
@@ -205,8 +208,7 @@ int RuntimeVerdict(const std::string& pte, const std::string& ptd) {
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  static std::vector<char*> envp = OracleEnvironment();
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), OracleEnvironment());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
   int status = 0;
