@@ -5,12 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-fixture=../shared/fixtures/executorch/linear.pte
-if [ ! -f "$fixture" ]; then
-  echo "demo.sh: skipped: $fixture is absent (../shared/fixtures not on this machine)"
+fixtures=../shared/fixtures/executorch
+if [ ! -f "$fixtures/linear.pte" ]; then
+  echo "demo.sh: skipped: $fixtures/linear.pte is absent (../shared/fixtures not on this machine)"
   exit 0
 fi
 # linear.ptd is in FlatTensor's layout from before June 2025, which current runtimes refuse
 # (inspect reports it, exit 1); --allow-legacy-ptd accepts it as the older runtimes it was
 # written for do, so the demo shows the program and its external tensors.
-"$build/ptepack" inspect "$fixture" --ptd ../shared/fixtures/executorch/linear.ptd --allow-legacy-ptd
+"$build/ptepack" inspect "$fixtures/linear.pte" --ptd "$fixtures/linear.ptd" --allow-legacy-ptd
