@@ -20,7 +20,10 @@ random data file per program, referred to by offset.
   copy     256 constants x 4 MiB (1 GiB; --quick: 512 KiB, 128 MiB), few
            values: the write and verify throughput against raw copies
   scale    (full set only) the meta shape at 1,000,000 values and 100,000
-           instructions; sparse4 / sparse40: 64 constants over a sparse data
+           instructions (2,950,070 tables: the runtime's verifier, and so our
+           reader, refuse more than 1,000,000); scalemax: the same shape at
+           330,000 values and 33,000 instructions (973,570 tables), the
+           largest of this shape the runtime loads; sparse4 / sparse40: 64 constants over a sparse data
            file of 4 / 40 GiB (holes, no disk blocks): RSS against size
 
 The shapes are fixed functions of the counts (bench/micro_bench.cpp builds the
@@ -32,6 +35,13 @@ import json
 import os
 
 NUM_OPS = 64
+# Values of the `scalemax` program: with one instruction per ten values, the
+# meta shape makes 2.95 tables a value (an EValue each, a Tensor and its
+# AllocationInfo for three of four, an Int for the fourth; an Instruction and
+# its KernelCall per instruction) and 70 more; FlatBuffers' Verifier, which
+# ExecuTorch's runtime runs with its default of 1,000,000 tables, accepts
+# up to 338,959 values. 330,000 gives 973,570 tables.
+SCALEMAX_VALUES = 330000
 
 
 def tensor(offset, data_buffer_idx=0, fqn=None, external=False, sizes=(1, 64)):
@@ -208,6 +218,7 @@ def main():
     gen_ptd(a.out, 100000 if a.quick else 300000)
     if not a.quick:
         write_spec(a.out, "scale", {"program": program([meta_plan(1000000, 100000)])})
+        write_spec(a.out, "scalemax", {"program": program([meta_plan(SCALEMAX_VALUES, SCALEMAX_VALUES // 10)])})
         gen_sparse(a.out, "sparse4", 4 << 30)
         gen_sparse(a.out, "sparse40", 40 << 30)
 
