@@ -20,11 +20,13 @@ random data file per program, referred to by offset.
   copy     256 constants x 4 MiB (1 GiB; --quick: 512 KiB, 128 MiB), few
            values: the write and verify throughput against raw copies
   scale    (full set only) the meta shape at 1,000,000 values and 100,000
-           instructions (2,950,070 tables: the runtime's verifier, and so our
-           reader, refuse more than 1,000,000); scalemax: the same shape at
-           330,000 values and 33,000 instructions (973,570 tables), the
-           largest of this shape the runtime loads; sparse4 / sparse40: 64 constants over a sparse data
-           file of 4 / 40 GiB (holes, no disk blocks): RSS against size
+           instructions (2,950,070 tables: FlatBuffers' verifier, as the
+           runtime runs it for Verification::InternalConsistency, and so our
+           reader refuse more than 1,000,000); scalemax: the same shape at
+           330,000 values and 33,000 instructions (973,570 tables), about the
+           largest of this shape the verifier accepts; sparse4 / sparse40: 64
+           constants over a sparse data file of 4 / 40 GiB (holes, no disk
+           blocks): RSS against size
 
 The shapes are fixed functions of the counts (bench/micro_bench.cpp builds the
 same `meta` program with ProgramBuilder).
@@ -38,9 +40,10 @@ NUM_OPS = 64
 # Values of the `scalemax` program: with one instruction per ten values, the
 # meta shape makes 2.95 tables a value (an EValue each, a Tensor and its
 # AllocationInfo for three of four, an Int for the fourth; an Instruction and
-# its KernelCall per instruction) and 70 more; FlatBuffers' Verifier, which
-# ExecuTorch's runtime runs with its default of 1,000,000 tables, accepts
-# up to 338,959 values. 330,000 gives 973,570 tables.
+# its KernelCall per instruction) and 70 more; FlatBuffers' Verifier with its
+# default of 1,000,000 tables (ExecuTorch's runtime runs it for
+# Verification::InternalConsistency; ptepack's reader always) accepts up to
+# 338,959 values. 330,000 gives 973,570 tables.
 SCALEMAX_VALUES = 330000
 
 
