@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "ptepack/program_builder.h"
 #include "serialize/api/package_access.h"
@@ -349,6 +351,42 @@ TEST(Writer, TagCallbackSplitsConstantsIntoSeveralFiles) {
   EXPECT_EQ(std::memcmp(seg.data + pte->program()->constant_segment()->offsets()->Get(idx), m.w1.data, m.w1.size), 0);
   // Only the placeholder and the tied weight remain.
   EXPECT_EQ(pte->program()->constant_segment()->offsets()->size(), 2u);
+}
+
+// WritePackage(Package&&) lays out the tables in place and frees them early:
+// its files must be the const& overload's, whether the moved package was the
+// only holder of its tables or a copy shares them (and that copy, written
+// after, is unchanged).
+TEST(Writer, MovedPackageWritesTheSameFiles) {
+  BackendConfig split;
+  split.external_constants = true;
+  BackendConfig inline_constants;
+  inline_constants.inline_constants = true;
+  int round = 0;
+  for (const BackendConfig& c : {BackendConfig{}, split, inline_constants}) {
+    const std::string dir = testing::TempDir("moved_package_" + std::to_string(round++));
+    // Each write in a directory of its own (a .ptd is named after its tag): its files by name.
+    auto write = [&](const std::string& sub, auto&& pkg) {
+      std::filesystem::create_directories(dir + "/" + sub);
+      WritePackage(std::forward<decltype(pkg)>(pkg), c, dir + "/" + sub + "/model.pte");
+      std::map<std::string, std::vector<uint8_t>> f;
+      for (const auto& e : std::filesystem::directory_iterator(dir + "/" + sub)) {
+        f[e.path().filename().string()] = testing::ReadFile(e.path().string());
+      }
+      return f;
+    };
+    Model kept = MakeModel();
+    const auto ref = write("ref", kept.pkg);
+    ASSERT_EQ(ref.count("model.pte"), 1u);
+    EXPECT_EQ(ref.size(), c.external_constants ? 2u : 1u);
+    Model alone = MakeModel();
+    EXPECT_EQ(write("alone", std::move(alone.pkg)), ref);
+    Package copy = kept.pkg;
+    EXPECT_EQ(write("shared", std::move(copy)), ref);
+    EXPECT_EQ(write("after", kept.pkg), ref);
+    // What was moved from is empty, as the header says.
+    EXPECT_THROW(WritePackage(alone.pkg, c, dir + "/empty.pte"), Error);
+  }
 }
 
 TEST(Writer, LegacyInlineConstants) {

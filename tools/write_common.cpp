@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 #include "serialize/api/repack_json.h"
 
@@ -178,9 +179,9 @@ void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputF
   g_exit = ok ? kOk : kFailed;
 }
 
-WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+WriteResult WriteAndReport(Package pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
                            const OutputFlags& f, nlohmann::json extra) {
-  WriteResult r = WritePackage(pkg, cfg, f.out, MakeWriteOptions(f, inputs));
+  WriteResult r = WritePackage(std::move(pkg), cfg, f.out, MakeWriteOptions(f, inputs));
   ReportWritten(r, cfg, f, std::move(extra));
   return r;
 }

@@ -73,8 +73,8 @@ void ReportWritten(const WriteResult& r, const BackendConfig& cfg, const OutputF
                    nlohmann::json extra = nlohmann::json::object());
 
 // Writes, re-reads and verifies the outputs, prints the summary and sets the
-// exit code.
-WriteResult WriteAndReport(const Package& pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
+// exit code. Takes the package: the writer frees its tables before the re-read.
+WriteResult WriteAndReport(Package pkg, const BackendConfig& cfg, const std::vector<std::string>& inputs,
                            const OutputFlags& f, nlohmann::json extra = nlohmann::json::object());
 
 }  // namespace ptepack::cli

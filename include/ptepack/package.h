@@ -6,7 +6,8 @@
 // It is an opaque value: the program tree, its constants and delegate
 // payloads, mutable data and named data are the library's own, and what a
 // user does with a Package is write it (WritePackage, as often as wanted:
-// writing does not change it). Copies are cheap and share the contents; the
+// writing does not change it; WritePackage of std::move(pkg) consumes it to
+// save memory). Copies are cheap and share the contents; the
 // data are byte views (into mapped files or caller buffers) that the Package
 // keeps alive.
 #pragma once

@@ -64,5 +64,14 @@ struct WriteResult {
 // Outputs keep the mode of the files they replace; symlinks are refused.
 PTEPACK_API WriteResult WritePackage(const Package& pkg, const BackendConfig& config, const std::string& pte_path,
                                      const WriteOptions& options = {});
+// The same for a package the caller is done with (a temporary, or
+// std::move(pkg)); the same files. The writer lays out the program's tables
+// in place and frees them once encoded, before it reads the outputs back, so
+// the peak memory is the larger of the two phases rather than their sum
+// (`pack` of a 330,000-value spec: 377 -> 311 MiB). Copies of `pkg` held
+// elsewhere keep their tables, which the writer then copies where it changes
+// them. `pkg` is left empty.
+PTEPACK_API WriteResult WritePackage(Package&& pkg, const BackendConfig& config, const std::string& pte_path,
+                                     const WriteOptions& options = {});
 
 }  // namespace ptepack

@@ -439,11 +439,15 @@ PteLayout LayoutPte(const PackageParts& in, const BackendConfig& cfg) {
   return LayoutOwnedPte(ShallowCopy(in), cfg, true);
 }
 
-// `pkg`'s tree is this call's alone: owning a table (fb::Own) changes it in
-// place instead of copying it, and the tree is freed once encoded.
+// `pkg`'s tree is this call's: owning a table (fb::Own) changes it in place
+// instead of copying it, and the tree is freed once encoded. The layout
+// changes the root's fields directly, so a root someone else still holds (a
+// copy of a Package given to WritePackage(Package&&)) is copied first, as the
+// const& overload does; tables below it are copied only where changed.
 PteLayout LayoutPte(PackageParts&& in, const BackendConfig& cfg) {
   cfg.Validate();
   if (!in.program) throw Error("bad-program", "package has no program");
+  fb::Own(in.program);
   return LayoutOwnedPte(std::move(in), cfg, true);
 }
 
