@@ -456,33 +456,28 @@ def main():
             t.add("scale: `pack` of 1,000,000 values, 100,000 instr.", "refused: " +
                   (why if len(why) <= 160 else why[:157] + "..."), "-", [0], lambda x: "-",
                   "<= 4x fb + 64 MiB", lambda x: False)
-    if want("scale") and not a.quick and os.path.exists(O("scale.pte")):
-        src = O("scale.pte")
-        r = median_runs({"pack": (pack("scale", src), None, None),
+    def scale_rows(name, label):
+        """`pack`, `verify` and `repack` of programs/NAME: peak RSS against 4x the flatbuffer + 64 MiB."""
+        src = O(name + ".pte")
+        r = median_runs({"pack": (pack(name, src), None, None),
                          "verify": ([cli, "verify", src], None, None),
-                         "repack": ([cli, "repack", src, "-o", O("scale.re.pte"), "--force",
+                         "repack": ([cli, "repack", src, "-o", O(name + ".re.pte"), "--force",
                                      "--segment-alignment", "256"], None, None)}, repeat)
         fb = program_size(src)
         for step in ("pack", "verify", "repack"):
-            t.add("scale: `%s` of 1,000,000 values, 100,000 instr., peak RSS (fb %s)" % (step, mb(fb)),
+            t.add("scale: `%s` of %s, peak RSS (fb %s)" % (step, label, mb(fb)),
                   mb(r[step].med("rss")), s(r[step].med()), [x / fb for x in r[step].rss], fb_times,
                   "<= 4x fb + 64 MiB", within_rss(fb), higher_is_better=False)
+        for f in (src, O(name + ".re.pte")):
+            rm(f)
+
+    if want("scale") and not a.quick and os.path.exists(O("scale.pte")):
+        scale_rows("scale", "1,000,000 values, 100,000 instr.")
     # The same goal near the largest program of this shape the verifier
     # accepts (bench/gen_programs.py's scalemax: 330,000 values, 33,000
     # instructions, 973,570 of its 1,000,000 tables), where the 1M row is refused.
     if want("scale") and not a.quick:
-        src = O("scalemax.pte")
-        r = median_runs({"pack": (pack("scalemax", src), None, None),
-                         "verify": ([cli, "verify", src], None, None),
-                         "repack": ([cli, "repack", src, "-o", O("scalemax.re.pte"), "--force",
-                                     "--segment-alignment", "256"], None, None)}, repeat)
-        fb = program_size(src)
-        for step in ("pack", "verify", "repack"):
-            t.add("scale: `%s` of 330,000 values, 33,000 instr. (near the verifier's table limit), peak RSS (fb %s)" %
-                  (step, mb(fb)), mb(r[step].med("rss")), s(r[step].med()), [x / fb for x in r[step].rss], fb_times,
-                  "<= 4x fb + 64 MiB", within_rss(fb), higher_is_better=False)
-        for f in ("scalemax.pte", "scalemax.re.pte"):
-            rm(O(f))
+        scale_rows("scalemax", "330,000 values, 33,000 instr. (near the verifier's table limit)")
     if want("scale") and not a.quick:
         cmds = {}
         for n in ("sparse4", "sparse40"):
