@@ -388,8 +388,18 @@ namespace {
 // (230 MB there) is free heap the .ptd's layout and the read-back of the
 // outputs grew on top of; and the .ptd's layout leaves its FlatTensor tree
 // and indexes (200 MB resident at the read-back: LayoutPackage).
+//
+// The package's tree is this call's: owning a table (fb::Own) changes it in
+// place instead of copying it, and the tree is freed once encoded. The layout
+// changes the root's fields directly, so a root someone else still holds (the
+// caller of the const& overloads, or a copy of a Package given to
+// WritePackage(Package&&)) is copied first; tables below it are copied only
+// where changed.
 PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segments) {
+  cfg.Validate();  // a bad config is reported before a missing program
+  if (!in.program) throw Error("bad-program", "package has no program");
   PackageParts pkg = std::move(in);
+  fb::Own(pkg.program);
   const bool external = cfg.external_constants || cfg.external_constants_fn || cfg.external_mutable_weights;
   ApplyPlacement(pkg, cfg);
   if (external) ReturnFreePages();
@@ -424,37 +434,18 @@ PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segme
   return out;
 }
 
-// Copy-on-write: the layout owns (fb::Own) only the tables it changes.
-PackageParts ShallowCopy(const PackageParts& in) {
-  PackageParts pkg = in;
-  pkg.program = fb::ShallowClone(*in.program);
-  return pkg;
-}
-
 }  // namespace
 
+// Copy-on-write: a copy of the parts shares the caller's tables, and the
+// layout owns (fb::Own) only those it changes, the root first.
 PteLayout LayoutPte(const PackageParts& in, const BackendConfig& cfg) {
-  cfg.Validate();  // first, as before the PackageParts&& overload
-  if (!in.program) throw Error("bad-program", "package has no program");
-  return LayoutOwnedPte(ShallowCopy(in), cfg, true);
+  return LayoutOwnedPte(PackageParts(in), cfg, true);
 }
 
-// `pkg`'s tree is this call's: owning a table (fb::Own) changes it in place
-// instead of copying it, and the tree is freed once encoded. The layout
-// changes the root's fields directly, so a root someone else still holds (a
-// copy of a Package given to WritePackage(Package&&)) is copied first, as the
-// const& overload does; tables below it are copied only where changed.
-PteLayout LayoutPte(PackageParts&& in, const BackendConfig& cfg) {
-  cfg.Validate();
-  if (!in.program) throw Error("bad-program", "package has no program");
-  fb::Own(in.program);
-  return LayoutOwnedPte(std::move(in), cfg, true);
-}
+PteLayout LayoutPte(PackageParts&& in, const BackendConfig& cfg) { return LayoutOwnedPte(std::move(in), cfg, true); }
 
 PteLayout LayoutPteHead(const PackageParts& in, const BackendConfig& cfg) {
-  cfg.Validate();
-  if (!in.program) throw Error("bad-program", "package has no program");
-  return LayoutOwnedPte(ShallowCopy(in), cfg, false);
+  return LayoutOwnedPte(PackageParts(in), cfg, false);
 }
 
 namespace {

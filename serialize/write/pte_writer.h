@@ -52,8 +52,9 @@ struct PtdLayout {
 // The plan (layout/file_plan.h) copied into the program and encoded; no I/O. Throws ptepack::Error on invalid programs
 // or configs.
 PteLayout LayoutPte(const PackageParts& pkg, const BackendConfig& config);
-// The same, consuming `pkg` (a tree no one else holds): its tables are
-// changed in place rather than copied, and freed once encoded.
+// The same, consuming `pkg`: the tables only it holds are changed in place
+// rather than copied (those another holder shares are copied where
+// changed), and freed once encoded.
 PteLayout LayoutPte(PackageParts&& pkg, const BackendConfig& config);
 // LayoutPte's head (flatbuffer and eh00 header: `head`, `flatbuffer_size`,
 // `header_size`, `segment_base_offset`, `external`) without the segments'
