@@ -404,8 +404,7 @@ class Encoder {
           break;
         case reflection::Obj:
         case reflection::Union:
-          if (!v.table()) Fail("field " + fp.f->name()->str() + " has no table");
-          child[id] = EncodeTable(*v.table());
+          child[id] = EncodeChild(v, *fp.f);
           break;
         case reflection::Vector:
           child[id] = EncodeVector(*t.def, *fp.f, v);
@@ -434,6 +433,14 @@ class Encoder {
     return e_.EndTable();
   }
 
+  // A lazy table is decoded for its encode alone (Peek), its own children
+  // likewise: encoding a DecodeOnDemand tree holds one path of it.
+  uint32_t EncodeChild(const Value& v, const reflection::Field& f) {
+    const std::shared_ptr<const Table> t = Peek(v);
+    if (!t) Fail("field " + f.name()->str() + " has no table");
+    return EncodeTable(*t);
+  }
+
   uint32_t EncodeVector(const reflection::Object& obj, const reflection::Field& f, const Value& v) {
     auto et = f.type()->element();
     size_t force = ForceAlign(obj, f);
@@ -443,16 +450,16 @@ class Encoder {
       return e_.CreateScalarVector(v.scalars_data(), v.scalars_size() / es, es, force);
     }
     std::vector<uint32_t> offs;
-    offs.reserve(v.elems().size());
-    for (const Value& e : v.elems()) {
+    offs.reserve(ElementCount(v));
+    ForEachElement(v, [&](const Value& e) {
       if (et == reflection::String) {
         offs.push_back(e_.CreateString(e.str_view()));
-      } else if (et == reflection::Obj && e.table()) {
-        offs.push_back(EncodeTable(*e.table()));
+      } else if (et == reflection::Obj && e.kind == Value::Kind::kTable) {
+        offs.push_back(EncodeChild(e, f));
       } else {
         Fail("unsupported vector element in " + f.name()->str());
       }
-    }
+    });
     return e_.CreateOffsetVector(offs, force);
   }
 
@@ -498,6 +505,13 @@ uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
 // the estimate grows the buffer as before). Vtables are not counted: the
 // tables of a program share a few. Read from the values alone, without the
 // schema (looking the plan up per table made it a third of the encode).
+void Measure(const Table& t, TreeSize& s);
+
+// A lazy table is decoded to be measured, and not kept.
+void MeasureChild(const Value& v, TreeSize& s) {
+  if (const std::shared_ptr<const Table> t = Peek(v)) Measure(*t, s);
+}
+
 void Measure(const Table& t, TreeSize& s) {
   s.estimate += 8;
   for (const Value& v : t.fields) {
@@ -511,23 +525,23 @@ void Measure(const Table& t, TreeSize& s) {
         break;
       case Value::Kind::kTable:
         s.estimate += 4;
-        if (v.table()) Measure(*v.table(), s);
+        MeasureChild(v, s);
         break;
       case Value::Kind::kScalarVector:
         s.payload += 4 + v.scalars_size();
         s.estimate += 4 + 8 + Padded4(v.scalars_size());
         break;
       case Value::Kind::kOffsetVector:
-        s.payload += 4 + 4 * static_cast<uint64_t>(v.elems().size());
+        s.payload += 4 + 4 * static_cast<uint64_t>(ElementCount(v));
         s.estimate += 4 + 8;
-        for (const Value& e : v.elems()) {
+        ForEachElement(v, [&s](const Value& e) {
           s.estimate += 4;
-          if (e.table()) Measure(*e.table(), s);
+          if (e.kind == Value::Kind::kTable) MeasureChild(e, s);
           if (e.kind == Value::Kind::kString) {
             s.payload += 4 + e.scalars_size() + 1;
             s.estimate += Padded4(4 + e.scalars_size() + 1);
           }
-        }
+        });
         break;
       case Value::Kind::kAbsent:
         break;
@@ -535,9 +549,36 @@ void Measure(const Table& t, TreeSize& s) {
   }
 }
 
+}  // namespace
+
+// What a lazily decoded table reads: the flatbuffer's owner (the views of
+// the tables decoded from it hold it too) and its schema; for a table
+// EditTable changed, the changes, and the source its child tables read
+// (`base`, without them).
+struct LazySource {
+  std::shared_ptr<const void> owner;
+  const Schema* schema;
+  std::shared_ptr<const LazySource> base;
+  std::vector<std::function<void(Table&)>> edits;
+};
+
+// Decodes tables: whole, or (with a LazySource) one table at a time, its
+// child tables left in the flatbuffer as kLazy values.
 class Decoder {
  public:
   Decoder(const Schema& s, std::shared_ptr<const void> owner) : s_(s), owner_(std::move(owner)) {}
+  explicit Decoder(std::shared_ptr<const LazySource> src)
+      : s_(*src->schema), owner_(src->owner), src_(std::move(src)) {}
+
+  // A child table: decoded now, or left where it is.
+  void Child(Value& v, int object_index, const void* table) {
+    v.kind = Value::Kind::kTable;
+    if (src_) {
+      v.SetLazy(static_cast<const uint8_t*>(table), static_cast<uint32_t>(object_index), src_);
+    } else {
+      v.mutable_table() = DecodeTable(s_.ObjectAt(object_index), static_cast<const flatbuffers::Table*>(table));
+    }
+  }
 
   std::shared_ptr<Table> DecodeTable(const reflection::Object& obj, const flatbuffers::Table* ft) {
     if (obj.is_struct()) Fail("structs are not supported: " + obj.name()->str());
@@ -558,16 +599,13 @@ class Decoder {
         v.kind = Value::Kind::kString;
         v.set_view(reinterpret_cast<const uint8_t*>(s->c_str()), s->size(), owner_);
       } else if (bt == reflection::Obj) {
-        v.kind = Value::Kind::kTable;
-        v.mutable_table() =
-            DecodeTable(s_.ObjectAt(f->type()->index()), ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        Child(v, f->type()->index(), ft->GetPointer<const flatbuffers::Table*>(f->offset()));
       } else if (bt == reflection::Union) {
         const reflection::Field* tf = id > 0 ? fields[id - 1] : nullptr;
         uint8_t tag = tf ? ft->GetField<uint8_t>(tf->offset(), 0) : 0;
-        const reflection::Object* member = s_.UnionMember(f->type()->index(), tag);
-        if (member == nullptr) continue;  // unknown tag: keep absent
-        v.kind = Value::Kind::kTable;
-        v.mutable_table() = DecodeTable(*member, ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        const int member = s_.UnionMemberIndex(f->type()->index(), tag);
+        if (member < 0) continue;  // unknown tag: keep absent
+        Child(v, member, ft->GetPointer<const flatbuffers::Table*>(f->offset()));
       } else if (bt == reflection::Vector) {
         const uint8_t* p = ft->GetPointer<const uint8_t*>(f->offset());
         uint32_t count = flatbuffers::ReadScalar<uint32_t>(p);
@@ -590,9 +628,7 @@ class Decoder {
               e.kind = Value::Kind::kString;
               e.set_view(reinterpret_cast<const uint8_t*>(s->c_str()), s->size(), owner_);
             } else if (et == reflection::Obj) {
-              e.kind = Value::Kind::kTable;
-              e.mutable_table() =
-                  DecodeTable(s_.ObjectAt(f->type()->index()), reinterpret_cast<const flatbuffers::Table*>(target));
+              Child(e, f->type()->index(), target);
             } else {
               Fail("unsupported vector element type in " + f->name()->str());
             }
@@ -608,9 +644,8 @@ class Decoder {
  private:
   const Schema& s_;
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<const LazySource> src_;  // set: child tables stay lazy
 };
-
-}  // namespace
 
 // --- Value ---
 
@@ -630,6 +665,12 @@ void Value::Reset() noexcept {
       break;
     case Store::kElems:
       elems_.~vector();
+      break;
+    case Store::kLazy:
+      lazy_.~Lazy();
+      break;
+    case Store::kGen:
+      gen_.~shared_ptr();
       break;
     case Store::kBits:
       break;
@@ -660,6 +701,12 @@ void Value::Take(V&& o) {
     case Store::kElems:
       new (&elems_) std::vector<Value>(std::forward<V>(o).elems_);
       break;
+    case Store::kLazy:
+      new (&lazy_) Lazy(std::forward<V>(o).lazy_);
+      break;
+    case Store::kGen:
+      new (&gen_) std::shared_ptr<const Maker>(std::forward<V>(o).gen_);
+      break;
   }
   store_ = o.store_;
 }
@@ -682,6 +729,12 @@ void Value::MovePayload(Value&& o) noexcept {
       break;
     case Store::kElems:
       new (&elems_) std::vector<Value>(std::move(o.elems_));
+      break;
+    case Store::kLazy:
+      new (&lazy_) Lazy(std::move(o.lazy_));
+      break;
+    case Store::kGen:
+      new (&gen_) std::shared_ptr<const Maker>(std::move(o.gen_));
       break;
   }
 }
@@ -731,7 +784,52 @@ void Value::ReplaceEmptyPayload(const char* what) {
   Reset();
 }
 
+void Value::SetLazy(const uint8_t* table, uint32_t object_index, const std::shared_ptr<const LazySource>& src) {
+  Reset();
+  new (&lazy_) Lazy{table, src};
+  store_ = Store::kLazy;
+  size_ = object_index;
+}
+
+namespace {
+std::shared_ptr<Table> DecodeLazy(const uint8_t* table, uint32_t object_index,
+                                  const std::shared_ptr<const LazySource>& src) {
+  const reflection::Object& obj = src->schema->ObjectAt(static_cast<int>(object_index));
+  auto t = Decoder(src->base ? src->base : src).DecodeTable(obj, reinterpret_cast<const flatbuffers::Table*>(table));
+  for (const auto& edit : src->edits) edit(*t);
+  return t;
+}
+}  // namespace
+
+std::shared_ptr<Table>& Value::Materialize() {
+  std::shared_ptr<Table> t = DecodeLazy(lazy_.table, size_, lazy_.src);  // may throw: this value stays lazy
+  Reset();
+  new (&table_) std::shared_ptr<Table>(std::move(t));
+  store_ = Store::kTable;
+  return table_;
+}
+
+std::shared_ptr<const Table> Peek(const Value& v) {
+  if (v.store_ == Value::Store::kLazy) return DecodeLazy(v.lazy_.table, v.size_, v.lazy_.src);
+  return v.table();
+}
+
+void EditTable(Value& v, std::function<void(Table&)> fn) {
+  if (v.store_ != Value::Store::kLazy) {
+    fn(Own(v.mutable_table()));
+    return;
+  }
+  const std::shared_ptr<const LazySource>& src = v.lazy_.src;
+  auto edited = std::make_shared<LazySource>();
+  edited->schema = src->schema;
+  edited->base = src->base ? src->base : src;
+  edited->edits = src->edits;  // shared with copies of `v`: copied, not changed
+  edited->edits.push_back(std::move(fn));
+  v.lazy_.src = std::move(edited);
+}
+
 std::shared_ptr<Table>& Value::mutable_table() {
+  if (store_ == Store::kLazy) return Materialize();
   if (store_ != Store::kTable) {
     ReplaceEmptyPayload("a table");
     new (&table_) std::shared_ptr<Table>();
@@ -771,10 +869,20 @@ void Value::set_scalars(Bytes b) {
 
 const std::vector<Value>& Value::elems() const {
   static const std::vector<Value> kNone;
+  if (store_ == Store::kGen) return const_cast<Value*>(this)->mutable_elems();
   return store_ == Store::kElems ? elems_ : kNone;
 }
 
 std::vector<Value>& Value::mutable_elems() {
+  if (store_ == Store::kGen) {  // made now, and kept
+    std::vector<Value> made;
+    made.reserve(size_);
+    for (size_t i = 0; i < size_; ++i) made.push_back((*gen_)(i));
+    Reset();
+    new (&elems_) std::vector<Value>(std::move(made));
+    store_ = Store::kElems;
+    return elems_;
+  }
   if (store_ != Store::kElems) {
     ReplaceEmptyPayload("a vector");
     new (&elems_) std::vector<Value>();
@@ -1101,11 +1209,16 @@ const std::vector<const reflection::Field*>& Schema::FieldsById(const reflection
 }
 
 const reflection::Object* Schema::UnionMember(int union_index, uint8_t tag) const {
-  if (tag == 0) return nullptr;
+  const int i = UnionMemberIndex(union_index, tag);
+  return i < 0 ? nullptr : &ObjectAt(i);
+}
+
+int Schema::UnionMemberIndex(int union_index, uint8_t tag) const {
+  if (tag == 0) return -1;
   auto* e = schema_->enums()->Get(union_index);
   auto* ev = e->values()->LookupByKey(tag);
-  if (ev == nullptr || ev->union_type() == nullptr) return nullptr;
-  return &ObjectAt(ev->union_type()->index());
+  if (ev == nullptr || ev->union_type() == nullptr) return -1;
+  return ev->union_type()->index();
 }
 
 std::string Schema::FileIdent() const { return schema_->file_ident() ? schema_->file_ident()->str() : std::string(); }
@@ -1137,6 +1250,16 @@ std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t s
   return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
 }
 
+std::shared_ptr<Table> DecodeOnDemand(const Schema& schema, const uint8_t* buf, size_t size,
+                                      std::shared_ptr<const void> owner) {
+  if (size < 8) Fail("flatbuffer too small");
+  auto src = std::make_shared<LazySource>();
+  src->owner = std::move(owner);
+  src->schema = &schema;
+  Decoder d(std::move(src));
+  return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
+}
+
 TreeSize MeasureTree(const Table& t) {
   TreeSize s;
   Measure(t, s);
@@ -1150,6 +1273,7 @@ Encoded Encode(const Schema& schema, const Table& root, const EncodeOptions& opt
 
 namespace {
 Value CloneValue(const Value& v) {
+  if (v.lazy() || v.generated()) return v;  // still the flatbuffer's or the maker's: nothing to copy
   Value c = v;
   if (v.table()) c.mutable_table() = Clone(*v.table());
   if (!v.elems().empty()) {
@@ -1218,6 +1342,27 @@ Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type) {
   v.mutable_elems() = std::move(elems);
   return v;
 }
+
+Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::function<Value(size_t)> make) {
+  if (count > UINT32_MAX) throw Error("limit-exceeded", "a vector of " + std::to_string(count) + " elements");
+  Value v;
+  v.kind = Value::Kind::kOffsetVector;
+  v.type = elem_type;
+  new (&v.gen_) std::shared_ptr<const Value::Maker>(std::make_shared<const Value::Maker>(std::move(make)));
+  v.store_ = Value::Store::kGen;
+  v.size_ = static_cast<uint32_t>(count);
+  return v;
+}
+
+void ForEachElement(const Value& v, const std::function<void(const Value&)>& fn) {
+  if (v.store_ == Value::Store::kGen) {
+    for (size_t i = 0; i < v.size_; ++i) fn((*v.gen_)(i));
+    return;
+  }
+  for (const Value& e : v.elems()) fn(e);
+}
+
+size_t ElementCount(const Value& v) { return v.store_ == Value::Store::kGen ? v.size_ : v.elems().size(); }
 
 Value ScalarVector(reflection::BaseType elem_type, Bytes raw) {
   Value v;

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <new>
@@ -45,6 +46,7 @@ using Order = FlatbufferOrder;  // the producers, named by the config
 inline bool IsPython(Order o) { return o == Order::kPythonObjectApi || o == Order::kPythonObjectApi2026; }
 
 struct Table;
+struct LazySource;  // the flatbuffer that lazily decoded tables read (fbtree.cpp)
 
 // One field value or vector element, 32 bytes: the kind, the type and one
 // payload (a scalar's bits, a table, the bytes of a string or scalar vector,
@@ -111,11 +113,16 @@ struct Value {
     return std::string_view(reinterpret_cast<const char*>(scalars_data()), scalars_size());
   }
   void set_str(std::string s);
-  // kTable (also union values): the table, or null.
+  // kTable (also union values): the table, or null. A table DecodeOnDemand
+  // left in the flatbuffer is decoded here, once, and kept (a read that does
+  // not need to keep it asks Peek instead).
   const std::shared_ptr<Table>& table() const {  // inline: read for every table of every walk
     static const std::shared_ptr<Table> kNone;
-    return store_ == Store::kTable ? table_ : kNone;
+    if (store_ == Store::kTable) return table_;
+    return store_ == Store::kLazy ? const_cast<Value*>(this)->Materialize() : kNone;
   }
+  // A kTable whose table is still in the flatbuffer (DecodeOnDemand).
+  bool lazy() const { return store_ == Store::kLazy; }
   // The table slot itself, to replace or own (fb::Own) the table. Like
   // mutable_elems, throws Error("internal") on a value holding another payload.
   std::shared_ptr<Table>& mutable_table();
@@ -136,18 +143,37 @@ struct Value {
   // alive (the kind and type are the caller's to set); throws limit-exceeded
   // over 4 GiB.
   void set_view(const uint8_t* data, size_t size, std::shared_ptr<const void> owner);
-  // kOffsetVector: the elements (strings or tables).
+  // kOffsetVector: the elements (strings or tables). Those of a
+  // GeneratedVector are made here, once, and kept.
   const std::vector<Value>& elems() const;
   std::vector<Value>& mutable_elems();
+  // A kOffsetVector whose elements are still to be made (GeneratedVector).
+  bool generated() const { return store_ == Store::kGen; }
 
  private:
   // kBlob: a view (pointer + owner, size in size_); kBytes: a whole Bytes,
   // for data a writer streams (mapped, zeros) or larger than size_ holds.
-  enum class Store : uint8_t { kBits, kTable, kBlob, kBytes, kElems };
+  // kLazy: a table in a flatbuffer, its object's index in the source's schema in size_.
+  // kGen: a GeneratedVector's maker, its element count in size_.
+  enum class Store : uint8_t { kBits, kTable, kBlob, kBytes, kElems, kLazy, kGen };
+  using Maker = std::function<Value(size_t)>;
   struct Blob {
     const uint8_t* data;
     std::shared_ptr<const void> owner;
   };
+  struct Lazy {
+    const uint8_t* table;
+    std::shared_ptr<const LazySource> src;
+  };
+  friend class Decoder;
+  friend std::shared_ptr<const Table> Peek(const Value& v);
+  friend void EditTable(Value& v, std::function<void(Table&)> fn);
+  friend Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::function<Value(size_t)> make);
+  friend void ForEachElement(const Value& v, const std::function<void(const Value&)>& fn);
+  friend size_t ElementCount(const Value& v);
+  void SetLazy(const uint8_t* table, uint32_t object_index, const std::shared_ptr<const LazySource>& src);
+  // Decodes a kLazy table (its child tables stay lazy) into this value.
+  std::shared_ptr<Table>& Materialize();
   void Reset() noexcept;
   // Move-constructs the payload of `o`'s store (store_ already set to it).
   void MovePayload(Value&& o) noexcept;
@@ -165,6 +191,8 @@ struct Value {
     Blob blob_;
     std::shared_ptr<const Bytes> bytes_;
     std::vector<Value> elems_;
+    Lazy lazy_;
+    std::shared_ptr<const Maker> gen_;
   };
 };
 
@@ -306,6 +334,8 @@ class Schema {
   const std::vector<const reflection::Field*>& FieldsById(const reflection::Object& obj) const;
   // The object a union value of enum `union_index` with type tag `tag` holds.
   const reflection::Object* UnionMember(int union_index, uint8_t tag) const;
+  // Its index in the schema's objects (-1: none).
+  int UnionMemberIndex(int union_index, uint8_t tag) const;
   std::string FileIdent() const;
 
  private:
@@ -331,6 +361,29 @@ const Schema& BundledProgramSchema();
 // Decodes a verified flatbuffer (root offset at buf[0]) into a tree.
 // `owner` keeps `buf` alive for the scalar-vector views in the result.
 std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t size, std::shared_ptr<const void> owner);
+
+// The same tree, decoded as it is read: the root's fields now, every other
+// table when Value::table() first asks for it (kept from then on) or, not
+// kept, for each Peek. A walk that reads a large program through Peek and
+// owns (fb::Own) only the tables it changes holds one path of decoded tables
+// at a time, not the program's (a decoded table is about 10x its bytes).
+// Reading a lazy value changes it: like the tree's other tables, one thread
+// at a time.
+std::shared_ptr<Table> DecodeOnDemand(const Schema& schema, const uint8_t* buf, size_t size,
+                                      std::shared_ptr<const void> owner);
+
+// The table of `v` (kTable), for reading: a lazy one decoded afresh (its
+// child tables lazy, EditTable's changes made) and not kept in `v`;
+// otherwise v.table(). Null if none.
+std::shared_ptr<const Table> Peek(const Value& v);
+
+// Changes the table of `v` (kTable) with `fn`: now, on the table owned
+// first (fb::Own), or, for a lazy value, each time it is decoded from here on
+// (Peek, table(), the encoder), in the order given. A change to a large
+// lazily decoded program then holds the changes, not the changed tables (a
+// split of 300,000 constants held 210 MB of them). `fn` must give the same
+// result each time. The table holding `v` must be the caller's to change.
+void EditTable(Value& v, std::function<void(Table&)> fn);
 
 struct EncodeOptions {
   Order order = Order::kFlatc;
@@ -386,6 +439,17 @@ Value UIntValue(reflection::BaseType type, uint64_t v);
 Value StringValue(std::string s);
 Value TableValue(std::shared_ptr<Table> t);
 Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type);
+// An offset vector of `count` elements of `elem_type` (String or Obj) that
+// make(i) makes when read: the encoder and MeasureTree make one at a time and
+// keep none (a .ptd of 300,000 keys held 67 MB of NamedData tables for its
+// encode); elems() makes them all and keeps them. `make` must give the same
+// element each time and may be called after this returns.
+Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::function<Value(size_t)> make);
+// Calls fn(element) for each element of an offset vector in order: those of
+// a GeneratedVector made one at a time, not kept.
+void ForEachElement(const Value& v, const std::function<void(const Value&)>& fn);
+// How many elements an offset vector has (made or not).
+size_t ElementCount(const Value& v);
 Value ScalarVector(reflection::BaseType elem_type, Bytes raw);
 // A scalar vector holding a copy of `v` (T must match elem_type's size). The
 // bytes are kept in a shared std::string: up to 15 bytes (a tensor's sizes and

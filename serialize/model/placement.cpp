@@ -213,13 +213,13 @@ class ExternalMover {
   void Run() {
     CountConstantUses();
     ForEachTensorCow(*pkg_.program, [&](const fb::Table& plan, uint32_t vi, const fb::Table& t,
-                                        const OwnTensorFn& own) { Visit(plan, vi, t, own); });
+                                        const EditTensorFn& edit) { Visit(plan, vi, t, edit); });
     if (any_const_moved_) RenumberConstants();
     if (cfg_.external_mutable_weights && pkg_.mutable_data) DropMutableDataIfUnused();
   }
 
  private:
-  void Visit(const fb::Table& plan, uint32_t vi, const fb::Table& t, const OwnTensorFn& own) {
+  void Visit(const fb::Table& plan, uint32_t vi, const fb::Table& t, const EditTensorFn& edit) {
     Tensor tensor{t};
     const uint64_t idx = tensor.get_data_buffer_idx();
     const bool planned = IsPlanned(t);
@@ -229,7 +229,7 @@ class ExternalMover {
     ConstantTensorInfo info = InfoOf(plan, vi, t, is_mutable);
     std::optional<std::string> tag = ExternalTagFor(info, cfg_);
     if (tag) {
-      Move(own(), idx, info, *tag);
+      Move(t, edit, idx, info, *tag);
     } else if (is_mutable) {
       mut_used_[idx] = true;
     } else if (idx < still_used_.size()) {
@@ -275,14 +275,16 @@ class ExternalMover {
   // moved.
   void CountConstantUses() {
     uses_.assign(cb_.elems().size(), 0);
-    ForEachTensorCow(*pkg_.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn&) {
+    ForEachTensorCow(*pkg_.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn&) {
       const uint64_t idx = Tensor{t}.get_data_buffer_idx();
       if (idx != 0 && idx < uses_.size() && !IsPlanned(t) && !IsExternal(t)) ++uses_[idx];
     });
   }
 
-  // `t` is owned (fb::Own); so is its ExtraTensorInfo, here.
-  void Move(fb::Table& t, uint64_t idx, const ConstantTensorInfo& info, const std::string& tag) {
+  // `t` is read to place its data; the change to it is `edit`'s (kept, not
+  // made, while the value is still in the input: ForEachTensorCow).
+  void Move(const fb::Table& t, const EditTensorFn& edit, uint64_t idx, const ConstantTensorInfo& info,
+            const std::string& tag) {
     Bytes data = DataOf(idx, info);
     const std::shared_ptr<fb::Table>& layout = SharedLayoutFor(t);
     const bool named = !info.name.empty();
@@ -293,17 +295,6 @@ class ExternalMover {
     // NamedDataStore: in the .ptd they are aligned to its segment alignment.
     const KeyIndex::Where at =
         AddEntry(pkg_, keys_, FileFor(pkg_, tag, ExpectedPerFile()), NamedBlob{key, data, 1, layout}, found);
-    Tensor tensor{t};
-    auto& eti = tensor.extra_tensor_info();
-    if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
-    ExtraTensorInfo external{fb::Own(eti.mutable_table())};
-    // The key's bytes in one arena: a shared std::string a tensor
-    // (set_fully_qualified_name) was 64 bytes of heap each, 19 MB for
-    // 300,000 tensors, held through the program's encode.
-    external.fully_qualified_name() =
-        key_bytes_.CopyOf(fb::Value::Kind::kString, reflection::None, key.data(), key.size());
-    external.set_location(TensorDataLocation::EXTERNAL);
-    external.mutable_data_segments_idx() = fb::Value{};
     // An external tensor's data_buffer_idx indexes ExecuTorch's
     // external_constant_buffer: one entry per distinct content, in first-use
     // order, shared by all tags (_emitter.py, external_constant_hash).
@@ -314,7 +305,20 @@ class ExternalMover {
       ++next_external_index_;
       external_at_.push_back(at);  // the entry holds these bytes
     }
-    tensor.set_data_buffer_idx(external_index);
+    // The key's bytes in one arena: a shared std::string a tensor
+    // (set_fully_qualified_name) was 64 bytes of heap each, 19 MB for
+    // 300,000 tensors, held through the program's encode.
+    fb::Value name = key_bytes_.CopyOf(fb::Value::Kind::kString, reflection::None, key.data(), key.size());
+    edit([name = std::move(name), external_index](fb::Table& owned) {
+      Tensor tensor{owned};
+      auto& eti = tensor.extra_tensor_info();
+      if (!eti.table()) eti = fb::TableValue(ExtraTensorInfo<>::New());
+      ExtraTensorInfo external{fb::Own(eti.mutable_table())};
+      external.fully_qualified_name() = name;
+      external.set_location(TensorDataLocation::EXTERNAL);
+      external.mutable_data_segments_idx() = fb::Value{};
+      tensor.set_data_buffer_idx(external_index);
+    });
   }
 
   // Every constant and mutable weight may go to one tag's file; a callback
@@ -355,10 +359,11 @@ class ExternalMover {
         kept.push_back(cb_.elems()[i]);
       }
     }
-    ForEachTensorCow(*pkg_.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
+    ForEachTensorCow(*pkg_.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn& edit) {
       if (IsExternal(t) || IsPlanned(t)) return;
       uint64_t idx = Tensor{t}.get_data_buffer_idx();
-      if (idx > 0 && idx < remap.size() && remap[idx] != idx) Tensor{own()}.set_data_buffer_idx(remap[idx]);
+      if (idx == 0 || idx >= remap.size() || remap[idx] == idx) return;
+      edit([to = remap[idx]](fb::Table& owned) { Tensor{owned}.set_data_buffer_idx(to); });
     });
     cb_.mutable_elems() = std::move(kept);
   }
@@ -407,14 +412,14 @@ void ApplyPlacement(PackageParts& pkg, const BackendConfig& cfg) {
   const bool want_const = cfg.external_constants || static_cast<bool>(cfg.external_constants_fn);
   if (want_const || cfg.external_mutable_weights) ExternalMover(pkg, cfg).Run();
   if (!cfg.emit_mutable_buffer_names) {
-    ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
-      if (IsPlanned(t) && HasSegmentInfo(t) && NameToDrop(t)) DropName(own());  // EXTERNAL keeps its key
+    ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn& edit) {
+      if (IsPlanned(t) && HasSegmentInfo(t) && NameToDrop(t)) edit(DropName);  // EXTERNAL keeps its key
     });
   }
   // Names on constants that stay in the program were only placement hints
   // (ExecuTorch writes names only for external tensors and mutable buffers).
-  ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
-    if (!IsPlanned(t) && HasSegmentInfo(t) && NameToDrop(t)) DropName(own());
+  ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn& edit) {
+    if (!IsPlanned(t) && HasSegmentInfo(t) && NameToDrop(t)) edit(DropName);
   });
 }
 

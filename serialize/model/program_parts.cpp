@@ -36,10 +36,10 @@ void ForEachTensor(fb::Table& program,
 
 void ForEachTensorCow(fb::Table& program,
                       const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
-                                               const OwnTensorFn& own)>& fn) {
+                                               const EditTensorFn& edit)>& fn) {
   const reflection::Object* tensor_def = &Tensor<>::Def();
   auto& plans = Program{program}.execution_plan().mutable_elems();
-  // One `own` for every tensor, reading the position from `at`: a lambda
+  // One `edit` for every tensor, reading the position from `at`: a lambda
   // holding the position itself was a heap allocation per tensor. It notes
   // that it ran, since it may have replaced the plan: the walk reads the plan
   // and its values again only then (per value they were a third of the walk).
@@ -47,24 +47,34 @@ void ForEachTensorCow(fb::Table& program,
     size_t plan = 0, value = 0;
     bool owned = false;
   } at;
-  OwnTensorFn own = [&plans, &at]() -> fb::Table& {
+  EditTensorFn edit = [&plans, &at](std::function<void(fb::Table&)> change) {
     at.owned = true;
     fb::Table& pl = fb::Own(plans[at.plan].mutable_table());
-    fb::Table& ev = fb::Own(ExecutionPlan{pl}.values().mutable_elems()[at.value].mutable_table());
-    return fb::Own(EValue{ev}.val().mutable_table());
+    fb::Value& ev = ExecutionPlan{pl}.values().mutable_elems()[at.value];
+    if (ev.lazy()) {  // the change is made wherever the value is decoded
+      fb::EditTable(ev,
+                    [change = std::move(change)](fb::Table& t) { change(fb::Own(EValue{t}.val().mutable_table())); });
+    } else {
+      fb::EditTable(EValue{fb::Own(ev.mutable_table())}.val(), std::move(change));
+    }
   };
   for (size_t pi = 0; pi < plans.size(); ++pi) {
     if (!plans[pi].table()) continue;
     const fb::Table* plan = plans[pi].table().get();
     const std::vector<fb::Value>* values = &ExecutionPlan{*plan}.values().elems();
     for (size_t i = 0; i < values->size(); ++i) {
-      const fb::Table* ev = (*values)[i].table().get();
+      // Read through Peek: a lazily decoded program (fb::DecodeOnDemand) is
+      // decoded here a value at a time, and keeps none of it (`edit` keeps
+      // the change instead).
+      const std::shared_ptr<const fb::Table> ev = fb::Peek((*values)[i]);
       if (ev == nullptr) continue;
       const auto& val = EValue{*ev}.val();
-      if (!val.table() || val.table()->def != tensor_def) continue;
+      if (val.kind != fb::Value::Kind::kTable) continue;
+      const std::shared_ptr<const fb::Table> tensor = fb::Peek(val);
+      if (!tensor || tensor->def != tensor_def) continue;
       at = {pi, i, false};
-      fn(*plan, static_cast<uint32_t>(i), *val.table(), own);
-      if (at.owned) {  // again: own() may have replaced them
+      fn(*plan, static_cast<uint32_t>(i), *tensor, edit);
+      if (at.owned) {  // again: edit() may have replaced them
         plan = plans[pi].table().get();
         values = &ExecutionPlan{*plan}.values().elems();
       }

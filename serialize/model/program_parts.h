@@ -71,14 +71,16 @@ std::shared_ptr<fb::Table> New(const char* table);  // "executorch_flatbuffer.X"
 // Calls fn(plan, value_index, tensor_table) for every Tensor value.
 void ForEachTensor(fb::Table& program,
                    const std::function<void(fb::Table& plan, uint32_t value_index, fb::Table& tensor)>& fn);
-// The same on a copy-on-write tree (fb::Own; `program` itself is owned):
-// fn gets the tensor read-only and `own`, which returns it ready to change,
-// owning its plan, EValue and Tensor tables first. After own(), read and
-// change only the table it returned.
-using OwnTensorFn = std::function<fb::Table&()>;
+// The same on a copy-on-write tree (fb::Own; `program` itself is owned),
+// reading a lazily decoded one (fb::DecodeOnDemand) a value at a time: fn
+// gets the tensor read-only and `edit`, which changes it with a function of
+// the tensor's table (owning its plan, EValue and Tensor tables first, or,
+// where the value is still lazy, keeping the function: fb::EditTable). The
+// table fn got does not show the change.
+using EditTensorFn = std::function<void(std::function<void(fb::Table& tensor)>)>;
 void ForEachTensorCow(fb::Table& program,
                       const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
-                                               const OwnTensorFn& own)>& fn);
+                                               const EditTensorFn& edit)>& fn);
 // TensorNbytes (serialize/format/pte_format.h) of a Tensor table's type and shape.
 std::optional<uint64_t> TensorNbytes(const fb::Table& tensor);
 // The tensor's data is in a .ptd file (ExtraTensorInfo.location EXTERNAL).

@@ -76,7 +76,9 @@ void InlineDelegates(Program<>& p, const std::vector<Bytes>& seg) {
 // Largest tensor size per constant buffer index, to drop alignment padding.
 std::map<uint64_t, uint64_t> ConstantSizes(fb::Table& p) {
   std::map<uint64_t, uint64_t> need;
-  ForEachTensor(p, [&](fb::Table&, uint32_t, fb::Table& t) {
+  // Read-only, so through ForEachTensorCow: the program is decoded on
+  // demand (fb::DecodeOnDemand), and this walk keeps none of it.
+  ForEachTensorCow(p, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn&) {
     uint64_t idx = Tensor{t}.get_data_buffer_idx();
     if (idx == 0 || IsExternal(t) || IsPlanned(t)) return;  // not in the constant segment
     need[idx] = std::max(need[idx], TensorNbytes(t).value_or(0));

@@ -96,7 +96,7 @@ void DedupMutableData(PackageParts& pkg) {
   std::vector<bool> visited(n, false);
   DedupIndex seen;
   bool any = false;
-  ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn&) {
+  ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn&) {
     uint64_t idx = MutableDataIndex(t, n);
     if (idx == 0) return;
     const bool has_info = Tensor{t}.extra_tensor_info().table() != nullptr;
@@ -116,9 +116,10 @@ void DedupMutableData(PackageParts& pkg) {
     kept.push_back(md[i]);
   }
   // The same tensors as above (the test does not depend on what changed).
-  ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const OwnTensorFn& own) {
+  ForEachTensorCow(*pkg.program, [&](const fb::Table&, uint32_t, const fb::Table& t, const EditTensorFn& edit) {
     uint64_t idx = MutableDataIndex(t, n);
-    if (idx != 0 && remap[rep[idx]] != idx) Tensor{own()}.set_data_buffer_idx(static_cast<uint32_t>(remap[rep[idx]]));
+    if (idx == 0 || remap[rep[idx]] == idx) return;
+    edit([to = static_cast<uint32_t>(remap[rep[idx]])](fb::Table& owned) { Tensor{owned}.set_data_buffer_idx(to); });
   });
   md = std::move(kept);
 }

@@ -1,0 +1,175 @@
+// Trees decoded on demand (fb::DecodeOnDemand), read without keeping (Peek),
+// changed without decoding (EditTable), and vectors made as they are encoded
+// (GeneratedVector): each must give the bytes the whole tree gives, on the
+// real ExecuTorch files, and keep only what it says it keeps.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "serialize/format/fbtree.h"
+#include "serialize/model/program_parts.h"
+#include "serialize/read/pte_reader.h"
+#include "test_util.h"
+
+namespace ptepack {
+namespace {
+
+using prog::EValue;
+using prog::ExecutionPlan;
+using prog::Program;
+using prog::Tensor;
+
+fb::Encoded EncodeTree(const fb::Table& root) { return fb::Encode(fb::ProgramSchema(), root, fb::EncodeOptions{}); }
+
+struct Loaded {
+  std::unique_ptr<PteFile> pte;
+  Bytes fb;
+};
+
+Loaded Load(const std::string& name) {
+  Loaded l;
+  l.pte = PteFile::Open(testing::FixturePath(name));
+  l.fb = l.pte->flatbuffer();
+  return l;
+}
+
+std::shared_ptr<fb::Table> Lazy(const Loaded& l) {
+  return fb::DecodeOnDemand(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+}
+
+// The first plan's values (the plan decoded and kept, its values still lazy).
+const std::vector<fb::Value>& ValuesOf(fb::Table& root) {
+  const auto& plans = Program{root}.execution_plan().elems();
+  return ExecutionPlan{*plans.at(0).table()}.values().elems();
+}
+
+size_t FirstTensor(const std::vector<fb::Value>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto ev = fb::Peek(values[i]);
+    if (ev && fb::Peek(EValue{*ev}.val()) && fb::Peek(EValue{*ev}.val())->def == &Tensor<>::Def()) return i;
+  }
+  ADD_FAILURE() << "no tensor value";
+  return 0;
+}
+
+TEST(FbTreeLazy, EncodesTheBytesOfTheWholeTreeAndKeepsNothing) {
+  for (const std::string& name : testing::PteFixtures()) {
+    SCOPED_TRACE(name);
+    const Loaded l = Load(name);
+    if (!l.pte->program()) continue;
+    auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+    auto lazy = Lazy(l);
+    const fb::Value& plans = Program{*lazy}.execution_plan();
+    ASSERT_FALSE(plans.elems().empty());
+    EXPECT_TRUE(plans.elems()[0].lazy());
+    EXPECT_EQ(EncodeTree(*lazy).data, EncodeTree(*whole).data);
+    const fb::TreeSize a = fb::MeasureTree(*lazy), b = fb::MeasureTree(*whole);
+    EXPECT_EQ(a.payload, b.payload);
+    EXPECT_EQ(a.estimate, b.estimate);
+    // Encoding and measuring read each table through Peek: none was kept.
+    EXPECT_TRUE(plans.elems()[0].lazy());
+    // table() decodes and keeps: the same tree, read by the typed views.
+    EXPECT_EQ(ExecutionPlan{*plans.elems()[0].table()}.get_name(),
+              ExecutionPlan{*Program{*whole}.execution_plan().elems()[0].table()}.get_name());
+    EXPECT_FALSE(plans.elems()[0].lazy());
+    EXPECT_EQ(EncodeTree(*lazy).data, EncodeTree(*whole).data);
+  }
+}
+
+TEST(FbTreeLazy, EditTableChangesEveryLaterDecodeButNotCopiesMadeBefore) {
+  const Loaded l = Load("add.pte");
+  auto lazy = Lazy(l);
+  auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+  fb::Table& plan = fb::Own(Program{*lazy}.execution_plan().mutable_elems().at(0).mutable_table());
+  auto& values = ExecutionPlan{plan}.values().mutable_elems();
+  const size_t i = FirstTensor(values);
+  ASSERT_TRUE(values[i].lazy());
+  const fb::Value before = values[i];  // a copy, made before the changes
+
+  auto set_idx = [](uint32_t idx) {
+    return [idx](fb::Table& ev) { Tensor{fb::Own(EValue{ev}.val().mutable_table())}.set_data_buffer_idx(idx); };
+  };
+  fb::EditTable(values[i], set_idx(7));
+  fb::EditTable(values[i], set_idx(9));  // in order: the last one stands
+  EXPECT_TRUE(values[i].lazy());
+  auto idx_of = [](const fb::Value& v) { return Tensor{*fb::Peek(EValue{*fb::Peek(v)}.val())}.get_data_buffer_idx(); };
+  EXPECT_EQ(idx_of(values[i]), 9u);
+  EXPECT_EQ(idx_of(before), Tensor{*EValue{*ValuesOf(*whole)[i].table()}.val().table()}.get_data_buffer_idx());
+  EXPECT_TRUE(values[i].lazy());
+
+  // The same change made to the whole tree gives the same bytes; kept by
+  // table(), it still does.
+  fb::Table& wplan = fb::Own(Program{*whole}.execution_plan().mutable_elems().at(0).mutable_table());
+  auto& wvalues = ExecutionPlan{wplan}.values().mutable_elems();
+  fb::EditTable(wvalues[i], set_idx(9));  // not lazy: changed now
+  EXPECT_EQ(Tensor{*EValue{*wvalues[i].table()}.val().table()}.get_data_buffer_idx(), 9u);
+  EXPECT_EQ(EncodeTree(*lazy).data, EncodeTree(*whole).data);
+  ASSERT_TRUE(values[i].table());
+  EXPECT_FALSE(values[i].lazy());
+  EXPECT_EQ(EncodeTree(*lazy).data, EncodeTree(*whole).data);
+  EXPECT_EQ(idx_of(before), Tensor{*EValue{*ValuesOf(*Lazy(l))[i].table()}.val().table()}.get_data_buffer_idx());
+}
+
+TEST(FbTreeLazy, ForEachTensorCowKeepsOnlyWhatItChanges) {
+  const Loaded l = Load("linear.pte");
+  auto lazy = Lazy(l);
+  auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+  auto renumber = [](fb::Table& program) {
+    size_t tensors = 0;
+    prog::ForEachTensorCow(program,
+                           [&](const fb::Table&, uint32_t, const fb::Table& t, const prog::EditTensorFn& edit) {
+                             ++tensors;
+                             if (prog::IsPlanned(t)) return;
+                             const uint32_t to = static_cast<uint32_t>(Tensor{t}.get_data_buffer_idx()) + 100;
+                             edit([to](fb::Table& owned) { Tensor{owned}.set_data_buffer_idx(to); });
+                           });
+    return tensors;
+  };
+  EXPECT_GT(renumber(*lazy), 0u);
+  renumber(*whole);
+  for (const fb::Value& v : ValuesOf(*lazy)) EXPECT_TRUE(v.lazy());
+  EXPECT_EQ(EncodeTree(*lazy).data, EncodeTree(*whole).data);
+}
+
+TEST(FbTreeLazy, GeneratedVectorEncodesAsTheMadeOneAndKeepsOnlyWhenAsked) {
+  const fb::Schema& s = fb::ProgramSchema();
+  // Int tables in Program.execution_plan: the encoder writes each element
+  // by its own table's schema object.
+  auto make = [&s](size_t i) {
+    auto t = fb::NewTable(s, "executorch_flatbuffer.Int");
+    fb::Field(s, *t, "int_val") = fb::ScalarValue(reflection::Long, 1000 + i);
+    return fb::TableValue(t);
+  };
+  auto program_with = [&s](fb::Value list) {
+    auto root = fb::NewTable(s, "executorch_flatbuffer.Program");
+    fb::Field(s, *root, "execution_plan") = std::move(list);
+    return root;
+  };
+  std::vector<fb::Value> made;
+  for (size_t i = 0; i < 5; ++i) made.push_back(make(i));
+  size_t calls = 0;
+  auto root = program_with(fb::GeneratedVector(5, reflection::Obj, [&](size_t i) {
+    ++calls;
+    return make(i);
+  }));
+  const fb::Value& list = Program{*root}.execution_plan();
+  EXPECT_EQ(fb::ElementCount(list), 5u);
+  const fb::Encoded from_gen = EncodeTree(*root);
+  EXPECT_EQ(calls, 5u);  // one at a time, as the encoder reached them
+  EXPECT_TRUE(list.generated());
+  EXPECT_EQ(from_gen.data, EncodeTree(*program_with(fb::OffsetVector(made, reflection::Obj))).data);
+  const fb::TreeSize m = fb::MeasureTree(*root);
+  EXPECT_EQ(m.payload, fb::MeasureTree(*program_with(fb::OffsetVector(made, reflection::Obj))).payload);
+  EXPECT_EQ(calls, 10u);
+  EXPECT_TRUE(list.generated());
+  // elems() makes them once and keeps them.
+  EXPECT_EQ(list.elems().size(), 5u);
+  EXPECT_FALSE(list.generated());
+  EXPECT_EQ(calls, 15u);
+  EXPECT_EQ(EncodeTree(*root).data, from_gen.data);
+  EXPECT_EQ(calls, 15u);
+}
+
+}  // namespace
+}  // namespace ptepack
