@@ -123,11 +123,17 @@ RepackResult Rewrite(const std::string& in, const std::string& out, const std::v
   wo.inputs.insert(wo.inputs.end(), input.paths.begin(), input.paths.end());
   if (expect_identical || (unchanged && !wo_in.dry_run)) {
     // One layout serves the comparison and the write (it was laid out twice).
-    const PackageLayout l = LayoutPackage(std::move(pkg), r.config);
+    PackageLayout l = LayoutPackage(std::move(pkg), r.config);
     if (LayoutDiffers(input, l, r.identity) && expect_identical) return r;
-    r.written = WritePackageLayout(l, out, wo);
+    input = {};  // see below
+    r.written = WritePackageLayout(std::move(l), out, wo);
     return r;
   }
+  // The input's checks and findings are done: from here its bytes are held
+  // only by what views them (the lazily decoded program, segment data), and
+  // the writer frees those before it reads the outputs back, so the input's
+  // pages are not resident beside the read-back's.
+  input = {};
   // The package is the write's alone from here: its tables change in place.
   r.written = WritePackageFiles(std::move(pkg), r.config, out, wo);
   return r;

@@ -128,7 +128,8 @@ std::vector<Finding> ReadBack(const std::vector<std::pair<std::string, std::stri
 // committing the real targets one after the other could replace the .ptd
 // files and then fail on the .pte (full disk), pairing new data with an
 // old program. The staging names never are inputs.
-void StageCheckAndRename(const std::vector<Target>& targets, const std::vector<std::string>& kept, WriteResult& r) {
+void StageCheckAndRename(const std::vector<Target>& targets, const std::vector<std::string>& kept,
+                         const std::function<void()>& release, WriteResult& r) {
   StagedFiles staged;
   std::vector<uint64_t> sizes;
   for (const auto& t : targets) {
@@ -141,6 +142,7 @@ void StageCheckAndRename(const std::vector<Target>& targets, const std::vector<s
     f.Commit();
     staged.Add(name, t.path);
   }
+  if (release) release();
   const auto& files = staged.files();
   std::vector<std::pair<std::string, std::string>> staged_ptds(files.begin(), files.end() - 1);
   for (const auto& k : kept) staged_ptds.emplace_back(k, k);
@@ -183,7 +185,7 @@ void WriteOutputs(const PendingOutputs& out, const WriteOptions& o, WriteResult&
     for (size_t i = 0; i + 1 < targets.size(); ++i) r.ptds.push_back({targets[i].path, targets[i].size, false});
     r.pte = {out.pte_path, out.pte_size};
   } else {
-    StageCheckAndRename(targets, kept, r);
+    StageCheckAndRename(targets, kept, out.release, r);
   }
   for (const auto& k : kept) {
     struct stat st {};

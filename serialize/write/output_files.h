@@ -31,6 +31,10 @@ struct PendingOutputs {
   uint64_t pte_size = 0;
   std::function<void(AtomicFile&)> stream_pte;
   std::vector<PendingPtd> ptds;
+  // Called once every file is staged, before they are read back: frees what
+  // the streams wrote from (the encoded program, views of the input), which
+  // the read-back's own memory would otherwise sit on top of.
+  std::function<void()> release;
 };
 
 // "<dir of pte_path>/<tag>.ptd": where a .ptd of `tag` is written.

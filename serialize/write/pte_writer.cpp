@@ -770,9 +770,12 @@ PackageLayout LayoutPackage(PackageParts&& pkg, const BackendConfig& cfg) {
   return LayoutFiles(LayoutPte(std::move(pkg), cfg));
 }
 
-WriteResult WritePackageLayout(const PackageLayout& l, const std::string& pte_path, const WriteOptions& o) {
+namespace {
+WriteResult WriteLayout(const PackageLayout& l, const std::string& pte_path, const WriteOptions& o,
+                        std::function<void()> release) {
   WritingScope writing;  // SIGINT/SIGTERM unwind through here (temp files removed)
   PendingOutputs out;
+  out.release = std::move(release);
   out.pte_path = pte_path;
   out.pte_size = l.pte.total_size();
   out.stream_pte = [&](AtomicFile& f) { StreamPte(l.pte, f, o.progress); };
@@ -789,6 +792,18 @@ WriteResult WritePackageLayout(const PackageLayout& l, const std::string& pte_pa
   WriteOutputs(out, o, r);
   return r;
 }
+}  // namespace
+
+WriteResult WritePackageLayout(const PackageLayout& l, const std::string& pte_path, const WriteOptions& o) {
+  return WriteLayout(l, pte_path, o, nullptr);
+}
+
+WriteResult WritePackageLayout(PackageLayout&& l, const std::string& pte_path, const WriteOptions& o) {
+  return WriteLayout(l, pte_path, o, [&l] {
+    l = PackageLayout{};
+    ReturnFreePages();
+  });
+}
 
 WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& cfg, const std::string& pte_path,
                               const WriteOptions& o) {
@@ -799,7 +814,7 @@ WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& cfg,
 WriteResult WritePackageFiles(PackageParts&& pkg, const BackendConfig& cfg, const std::string& pte_path,
                               const WriteOptions& o) {
   WritingScope writing;
-  return WritePackageLayout(LayoutPackage(std::move(pkg), cfg), pte_path, o);
+  return WritePackageLayout(LayoutPackage(std::move(pkg), cfg), pte_path, o);  // the && overload
 }
 
 }  // namespace ptepack

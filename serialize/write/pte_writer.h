@@ -72,6 +72,9 @@ struct PackageLayout {
 PackageLayout LayoutPackage(PackageParts&& pkg, const BackendConfig& config);
 // Writes them as WritePackageFiles does (staged, read back, renamed).
 WriteResult WritePackageLayout(const PackageLayout& layout, const std::string& pte_path, const WriteOptions& options);
+// The same, freeing the layout (its encoded program, the views of the
+// input's data) once the files are staged, before they are read back.
+WriteResult WritePackageLayout(PackageLayout&& layout, const std::string& pte_path, const WriteOptions& options);
 
 // What ptepack::WritePackage (ptepack/writer.h, serialize/api/write_api.cpp) does.
 WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& config, const std::string& pte_path,
