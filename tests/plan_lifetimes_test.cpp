@@ -240,7 +240,7 @@ TEST(PlanLifetimes, StaticViewSharesItsBasesStorage) {
   ASSERT_TRUE(p.m().derived()) << p.m().not_checked;
   EXPECT_EQ(p.t(2).origin, PlanOrigin::kView);
   EXPECT_EQ(p.t(2).storage, p.t(1).storage);
-  EXPECT_EQ(p.storage(1).values, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(p.storage(1).values, (SmallVec<uint32_t>{1, 2}));
   EXPECT_EQ(p.live(1), (Runs{{0, 2}}));
   EXPECT_EQ(p.live(3), (Runs{{1, 2}}));
   EXPECT_TRUE(p.file->ok()) << p.findings();
@@ -301,7 +301,7 @@ TEST(PlanLifetimes, EtViewOutUsesSelfsBytes) {
   EXPECT_EQ(p.t(2).origin, PlanOrigin::kMoveTarget);
   EXPECT_TRUE(p.storage(2).live.empty());  // its own bytes: never used
   EXPECT_EQ(p.live(1), (Runs{{0, 3}}));
-  EXPECT_EQ(p.storage(1).pointed_by, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(p.m().PointedBy(p.storage(1)), (std::vector<uint32_t>{2}));
   ASSERT_EQ(p.m().aliases.size(), 1u);
   EXPECT_TRUE(p.m().aliases[0].et_view);
   EXPECT_TRUE(p.file->ok()) << p.findings();
@@ -362,8 +362,8 @@ TEST(PlanLifetimes, CondBranchesMoveIntoOneValue) {
   const uint32_t a = 2, bb = 3, o = 4;
   EXPECT_EQ(p.t(o).origin, PlanOrigin::kMoveTarget);
   Runs direct_a, direct_b;
-  for (const LiveRun& r : p.storage(a).direct) direct_a.emplace_back(r.first, r.last);
-  for (const LiveRun& r : p.storage(bb).direct) direct_b.emplace_back(r.first, r.last);
+  for (const LiveRun& r : p.m().Direct(p.storage(a))) direct_a.emplace_back(r.first, r.last);
+  for (const LiveRun& r : p.m().Direct(p.storage(bb))) direct_b.emplace_back(r.first, r.last);
   EXPECT_EQ(direct_a, (Runs{{1, 2}}));
   EXPECT_EQ(direct_b, (Runs{{4, 5}}));
   EXPECT_EQ(p.live(a), (Runs{{1, 3}, {6, 7}}));  // not over the false branch

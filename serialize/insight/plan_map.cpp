@@ -113,9 +113,9 @@ std::string Title(const efb::Program& p, const MethodLifetimes& m, const PlanSto
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }
   o << "\nwritten by: " << Operators(p, m, writers) << "\nread by: " << Operators(p, m, readers);
-  if (!s.pointed_by.empty()) {
+  if (!m.PointedBy(s).empty()) {
     o << "\nalso used through";
-    for (uint32_t v : s.pointed_by) o << " values[" << v << "]";
+    for (uint32_t v : m.PointedBy(s)) o << " values[" << v << "]";
     o << " (MoveCall/et_view)";
   }
   return o.str();

@@ -41,6 +41,9 @@ const char* PlanOriginName(PlanOrigin o) {
   return "?";
 }
 
+// One per planned tensor in a large program (plan_lifetimes.h, PlanStorage).
+static_assert(sizeof(void*) != 8 || sizeof(PlanStorage) == 64, "PlanStorage grew");
+
 std::optional<LiveRun> PlanStorage::Interval() const {
   if (live.empty()) return std::nullopt;
   return LiveRun{live.front().first, live.back().last};
@@ -49,6 +52,20 @@ std::optional<LiveRun> PlanStorage::Interval() const {
 const PlannedTensor* MethodLifetimes::Tensor(uint32_t value) const {
   if (value >= tensor_of_value.size() || tensor_of_value[value] < 0) return nullptr;
   return &tensors[static_cast<size_t>(tensor_of_value[value])];
+}
+
+const std::vector<uint32_t>& MethodLifetimes::PointedBy(const PlanStorage& s) const {
+  static const std::vector<uint32_t> kNone;
+  return s.through == PlanStorage::kNoThrough ? kNone : through[s.through].pointed_by;
+}
+
+const SmallVec<LiveRun>& MethodLifetimes::Direct(const PlanStorage& s) const {
+  return s.through == PlanStorage::kNoThrough ? s.live : through[s.through].direct;
+}
+
+const std::vector<std::pair<uint32_t, std::vector<LiveRun>>>& MethodLifetimes::Through(const PlanStorage& s) const {
+  static const std::vector<std::pair<uint32_t, std::vector<LiveRun>>> kNone;
+  return s.through == PlanStorage::kNoThrough ? kNone : through[s.through].runs;
 }
 
 namespace {
@@ -150,7 +167,8 @@ inline bool GetBit(const uint64_t* w, size_t i) { return (w[i >> 6] >> (i & 63))
 inline void SetBit(uint64_t* w, size_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
 
 // Sorts and merges runs in place (adjacent runs join).
-void CoalesceInPlace(std::vector<LiveRun>& r) {
+template <typename Runs>
+void CoalesceInPlace(Runs& r) {
   std::sort(r.begin(), r.end(), [](const LiveRun& a, const LiveRun& b) { return a.first < b.first; });
   size_t n = 0;
   for (size_t k = 0; k < r.size(); ++k) {
@@ -272,6 +290,10 @@ class MethodDeriver {
   bool IsTensor(uint32_t v) const { return types_[v] == efb::KernelTypes::Tensor; }
   PlanStorage& NewStorage();
   PlannedTensor& NewTensor();
+  // A storage's direct runs (PlanThrough::direct) are built in its `live`:
+  // for nearly every storage they are all of it. AssembleLive moves them
+  // out for the few that targets may point to.
+  SmallVec<LiveRun>& DirectRuns(size_t st) { return out_->storages[st].live; }
 
  public:
   // Drops the tensors and storages of `out` this method did not use.
@@ -355,6 +377,7 @@ void MethodDeriver::Reset(size_t plan_index, MethodLifetimes* out) {
   out->problems.clear();
   out->not_checked.clear();
   out->delegate_outputs.clear();
+  out->through.clear();
   out->blocked = false;
   n_ = 0;
   instrs_.clear();
@@ -374,13 +397,11 @@ PlanStorage& MethodDeriver::NewStorage() {
   s.memory_id = 0;
   s.offset = 0;
   s.nbytes = 0;
+  s.through = PlanStorage::kNoThrough;
   s.persistent = false;
   s.shared_across_methods = false;
   s.values.clear();
-  s.pointed_by.clear();
-  s.live.clear();
-  s.direct.clear();
-  s.through.clear();
+  s.live.clear();  // holds the direct runs until AssembleLive
   return s;
 }
 
@@ -1355,13 +1376,13 @@ bool MethodDeriver::StraightLine() {
       const bool after = in_run[st];
       if (!after) run_last[st] = i;
       const bool before = (flags[st] & 1) || (!(flags[st] & 2) && after);
-      if (!before) out_->storages[st].direct.push_back({i, run_last[st]});
+      if (!before) DirectRuns(st).push_back({i, run_last[st]});
       in_run[st] = before;
     }
     k = lo;
   }
   for (size_t st = 0; st < nsp; ++st) {
-    if (in_run[st] && n_ > 0) out_->storages[st].direct.push_back({0, run_last[st]});
+    if (in_run[st] && n_ > 0) DirectRuns(st).push_back({0, run_last[st]});
   }
   // Nothing can be in a storage before its first write unless it was there
   // at the start: before that, keep only the instructions that name it.
@@ -1384,8 +1405,8 @@ bool MethodDeriver::StraightLine() {
     auto& local = sc_.local;
     for (size_t st = 0; st < nsp; ++st) {
       if (!clip[st]) continue;
-      local.swap(out_->storages[st].direct);
-      auto& runs = out_->storages[st].direct;
+      auto& runs = DirectRuns(st);
+      local.assign(runs.begin(), runs.end());
       runs.clear();
       const uint32_t fd = first_def[st];
       for (const LiveRun& r : local) {
@@ -1889,7 +1910,7 @@ bool MethodDeriver::Dataflow() {
     }
     auto& local = sc_.local;
     local.clear();
-    auto& runs_s = out_->storages[s].direct;
+    auto& runs_s = DirectRuns(s);
     bool live = GetBit(live_out.row(b), s);
     uint32_t run_last = bl.last;
     bool in_run = live;
@@ -1940,7 +1961,7 @@ bool MethodDeriver::Dataflow() {
       while (bits) {
         const size_t s = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
         bits &= bits - 1;
-        out_->storages[s].direct.push_back({blocks_[b].first, blocks_[b].last});
+        DirectRuns(s).push_back({blocks_[b].first, blocks_[b].last});
       }
     }
   }
@@ -2061,14 +2082,17 @@ bool MethodDeriver::Dataflow() {
     }
     for (size_t st = 0; st < nsp; ++st) {
       auto& lst = through[st];
+      if (lst.empty()) continue;
       std::sort(lst.begin(), lst.end(), [](const auto& p1, const auto& p2) { return p1.first < p2.first; });
+      out_->storages[st].through = static_cast<uint32_t>(out_->through.size());
+      auto& runs = out_->through.emplace_back().runs;
       for (size_t k = 0; k < lst.size(); ++k) {
-        if (!out_->storages[st].through.empty() && out_->storages[st].through.back().first == lst[k].first) {
-          auto& dst = out_->storages[st].through.back().second;
+        if (!runs.empty() && runs.back().first == lst[k].first) {
+          auto& dst = runs.back().second;
           dst.insert(dst.end(), lst[k].second.begin(), lst[k].second.end());
           dst = Coalesce(std::move(dst));
         } else {
-          out_->storages[st].through.emplace_back(lst[k].first, Coalesce(std::move(lst[k].second)));
+          runs.emplace_back(lst[k].first, Coalesce(std::move(lst[k].second)));
         }
       }
     }
@@ -2090,7 +2114,7 @@ void MethodDeriver::ApplyRules() {
   }
   for (size_t s = 0; s < nsp; ++s) {
     PlanStorage& st = out_->storages[s];
-    auto& r = st.direct;
+    auto& r = DirectRuns(s);
     if (n_ > 0 && st.persistent) {
       r.assign(1, {0, n_ - 1});
     } else if (n_ > 0 && input_storage[s]) {
@@ -2108,11 +2132,12 @@ void MethodDeriver::AssembleLive() {
   const size_t nsp = out_->storages.size();
   for (size_t st = 0; st < nsp; ++st) {
     PlanStorage& sto = out_->storages[st];
-    sto.live = sto.direct;
-    if (sto.through.empty()) continue;
-    for (const auto& [target, rs] : sto.through) {
-      sto.live.insert(sto.live.end(), rs.begin(), rs.end());
-      sto.pointed_by.push_back(target);
+    if (sto.through == PlanStorage::kNoThrough) continue;  // live: the direct runs
+    PlanThrough& th = out_->through[sto.through];
+    th.direct = sto.live;
+    for (const auto& [target, rs] : th.runs) {
+      sto.live.append(rs.begin(), rs.end());
+      th.pointed_by.push_back(target);
     }
     CoalesceInPlace(sto.live);
   }
@@ -2250,9 +2275,10 @@ std::string DescribeStorage(const MethodLifetimes& m, const PlanStorage& s) {
     t += v && v->origin == PlanOrigin::kView ? "its view " : "";
     t += Idx(s.values[i]);
   }
-  if (!s.pointed_by.empty()) {
+  const std::vector<uint32_t>& pointed_by = m.PointedBy(s);
+  if (!pointed_by.empty()) {
     t += ", also used through";
-    for (size_t i = 0; i < s.pointed_by.size(); ++i) t += (i ? ", " : " ") + Idx(s.pointed_by[i]);
+    for (size_t i = 0; i < pointed_by.size(); ++i) t += (i ? ", " : " ") + Idx(pointed_by[i]);
     t += " (MoveCall/et_view)";
   }
   return t;
