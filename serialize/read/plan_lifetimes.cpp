@@ -427,6 +427,16 @@ void MethodDeriver::CollectValues() {
   is_output_.assign(nv, 0);
   copy_target_.assign(nv, 0);
   const auto* ncbs = plan_->non_const_buffer_sizes();
+  // `tensors` and `storages` (BuildStorages) are sized once: grown one by
+  // one, their doubling left up to half of each unused, and the old and new
+  // blocks were both held while it copied (verify of 330,000 values: 247,500
+  // planned tensors in capacity for 262,144, after a copy from 131,072).
+  size_t planned = 0;
+  for (uint32_t v = 0; v < nv; ++v) {
+    const auto* ev = vals->Get(v);
+    planned += ev->val() && ev->val_type() == efb::KernelTypes::Tensor && ev->val_as_Tensor()->allocation_info();
+  }
+  out_->tensors.reserve(planned);
   for (uint32_t v = 0; v < nv; ++v) {
     const auto* ev = vals->Get(v);
     types_[v] = ev->val() ? ev->val_type() : efb::KernelTypes::NONE;
@@ -1082,6 +1092,7 @@ void MethodDeriver::ResolveViews(const std::vector<StateAt>& other_state) {
 
 void MethodDeriver::BuildStorages() {
   storage_of_value_.assign(types_.size(), kNone);
+  out_->storages.reserve(out_->tensors.size());  // at most one a planned tensor (see CollectValues)
   // State that names the same buffer: one storage.
   std::map<std::tuple<uint32_t, uint64_t, std::string, uint32_t>, uint32_t> state_place;
   for (PlannedTensor& t : out_->tensors) {
