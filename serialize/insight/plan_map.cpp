@@ -104,8 +104,9 @@ std::string Title(const efb::Program& p, const MethodLifetimes& m, const PlanSto
   std::vector<uint32_t> writers, readers;
   for (uint32_t v : s.values) {
     if (const PlannedTensor* t = m.Tensor(v)) {
-      writers.insert(writers.end(), t->writers.begin(), t->writers.end());
-      readers.insert(readers.end(), t->readers.begin(), t->readers.end());
+      const auto w = m.Writers(*t), r = m.Readers(*t);
+      writers.insert(writers.end(), w.begin(), w.end());
+      readers.insert(readers.end(), r.begin(), r.end());
     }
   }
   for (auto* list : {&writers, &readers}) {

@@ -43,6 +43,7 @@ const char* PlanOriginName(PlanOrigin o) {
 
 // One per planned tensor in a large program (plan_lifetimes.h, PlanStorage).
 static_assert(sizeof(void*) != 8 || sizeof(PlanStorage) == 64, "PlanStorage grew");
+static_assert(sizeof(void*) != 8 || sizeof(PlannedTensor) == 40, "PlannedTensor grew");
 
 std::optional<LiveRun> PlanStorage::Interval() const {
   if (live.empty()) return std::nullopt;
@@ -52,6 +53,14 @@ std::optional<LiveRun> PlanStorage::Interval() const {
 const PlannedTensor* MethodLifetimes::Tensor(uint32_t value) const {
   if (value >= tensor_of_value.size() || tensor_of_value[value] < 0) return nullptr;
   return &tensors[static_cast<size_t>(tensor_of_value[value])];
+}
+
+TensorInstructions::Range MethodLifetimes::Writers(const PlannedTensor& t) const {
+  return writers.Of(static_cast<size_t>(tensor_of_value.at(t.value)));
+}
+
+TensorInstructions::Range MethodLifetimes::Readers(const PlannedTensor& t) const {
+  return readers.Of(static_cast<size_t>(tensor_of_value.at(t.value)));
 }
 
 const std::vector<uint32_t>& MethodLifetimes::PointedBy(const PlanStorage& s) const {
@@ -236,6 +245,11 @@ struct DataflowScratch {
   std::vector<uint32_t> first_ev, first_def, run_last, stamp;
   std::vector<uint8_t> in_run, flags, clip;
   std::vector<std::pair<uint32_t, uint32_t>> points;  // (storage, instruction)
+  // With detail: (tensor index, instruction) of each read / write of a
+  // planned tensor, in instruction order, and the last instruction noted
+  // per tensor (an instruction once).
+  std::vector<std::pair<uint32_t, uint32_t>> read_uses, write_uses;
+  std::vector<uint32_t> last_read, last_write;
 };
 
 struct Block {
@@ -290,6 +304,11 @@ class MethodDeriver {
   bool IsTensor(uint32_t v) const { return types_[v] == efb::KernelTypes::Tensor; }
   PlanStorage& NewStorage();
   PlannedTensor& NewTensor();
+  // With detail: out_->writers and readers, from NoteUse's calls between
+  // StartUses and FinishUses, in instruction order.
+  void StartUses();
+  void NoteUse(size_t tensor, uint32_t instr, bool reads, bool writes);
+  void FinishUses();
   // A storage's direct runs (PlanThrough::direct) are built in its `live`:
   // for nearly every storage they are all of it. AssembleLive moves them
   // out for the few that targets may point to.
@@ -378,6 +397,10 @@ void MethodDeriver::Reset(size_t plan_index, MethodLifetimes* out) {
   out->not_checked.clear();
   out->delegate_outputs.clear();
   out->through.clear();
+  out->writers.start.clear();
+  out->writers.list.clear();
+  out->readers.start.clear();
+  out->readers.list.clear();
   out->blocked = false;
   n_ = 0;
   instrs_.clear();
@@ -407,10 +430,40 @@ PlanStorage& MethodDeriver::NewStorage() {
 
 PlannedTensor& MethodDeriver::NewTensor() {
   if (ntensors_ == out_->tensors.size()) out_->tensors.emplace_back();
-  PlannedTensor& t = out_->tensors[ntensors_++];
-  t.writers.clear();
-  t.readers.clear();
-  return t;
+  return out_->tensors[ntensors_++];
+}
+
+void MethodDeriver::StartUses() {
+  sc_.read_uses.clear();
+  sc_.write_uses.clear();
+  sc_.last_read.assign(out_->tensors.size(), kNone);
+  sc_.last_write.assign(out_->tensors.size(), kNone);
+}
+
+void MethodDeriver::NoteUse(size_t tensor, uint32_t instr, bool reads, bool writes) {
+  if (reads && sc_.last_read[tensor] != instr) {
+    sc_.last_read[tensor] = instr;
+    sc_.read_uses.emplace_back(static_cast<uint32_t>(tensor), instr);
+  }
+  if (writes && sc_.last_write[tensor] != instr) {
+    sc_.last_write[tensor] = instr;
+    sc_.write_uses.emplace_back(static_cast<uint32_t>(tensor), instr);
+  }
+}
+
+void MethodDeriver::FinishUses() {
+  const size_t nt = out_->tensors.size();
+  auto fill = [&](const std::vector<std::pair<uint32_t, uint32_t>>& uses, TensorInstructions& out) {
+    out.start.assign(nt + 1, 0);
+    for (const auto& u : uses) ++out.start[u.first + 1];
+    for (size_t k = 0; k < nt; ++k) out.start[k + 1] += out.start[k];
+    out.list.resize(uses.size());
+    // A counting sort: each tensor's instructions keep their (ascending) order.
+    std::vector<size_t> next(out.start.begin(), out.start.end() - 1);
+    for (const auto& [t, i] : uses) out.list[next[t]++] = i;
+  };
+  fill(sc_.write_uses, out_->writers);
+  fill(sc_.read_uses, out_->readers);
 }
 
 void MethodDeriver::Trim() {
@@ -1348,18 +1401,18 @@ bool MethodDeriver::StraightLine() {
     if (out_->tensor_of_value[ev.value] >= 0) used_[ev.value] = 1;
   }
   if (detail_) {
+    StartUses();
     for (size_t k = 0; k < events_.size(); ++k) {
       const Event& ev = events_[k];
       const int32_t ti = out_->tensor_of_value[ev.value];
       if (ti < 0) continue;
-      PlannedTensor& t = out_->tensors[static_cast<size_t>(ti)];
       const bool reads = ev.role == Role::kRead || ev.role == Role::kReadWrite ||
                          (ev.role == Role::kDelegate && resolved[k] == Resolved::kRead);
       const bool writes = ev.role == Role::kWrite || ev.role == Role::kReadWrite || ev.role == Role::kWriteKeep ||
                           (ev.role == Role::kDelegate && resolved[k] == Resolved::kOutput);
-      if (reads && (t.readers.empty() || t.readers.back() != ev.instr)) t.readers.push_back(ev.instr);
-      if (writes && (t.writers.empty() || t.writers.back() != ev.instr)) t.writers.push_back(ev.instr);
+      NoteUse(static_cast<size_t>(ti), ev.instr, reads, writes);
     }
+    FinishUses();
   }
   // Liveness, backward: a storage is live at an instruction that names it
   // and from a write to the last read after it; a full write ends it.
@@ -1837,20 +1890,20 @@ bool MethodDeriver::Dataflow() {
   // instructions that write and read each by name (delegate arguments as
   // resolved).
   used_.assign(types_.size(), 0);
+  if (detail_) StartUses();
   for (size_t k = 0; k < events_.size(); ++k) {
     const Event& ev = events_[k];
     const int32_t ti = out_->tensor_of_value[ev.value];
     if (ti < 0 || !visited[block_of_[ev.instr]]) continue;
     used_[ev.value] = 1;
     if (!detail_) continue;
-    PlannedTensor& t = out_->tensors[static_cast<size_t>(ti)];
     const bool reads = ev.role == Role::kRead || ev.role == Role::kReadWrite ||
                        (ev.role == Role::kDelegate && resolved[k] != Resolved::kOutput);
     const bool writes = ev.role == Role::kWrite || ev.role == Role::kReadWrite || ev.role == Role::kWriteKeep ||
                         (ev.role == Role::kDelegate && resolved[k] != Resolved::kRead);
-    if (reads && (t.readers.empty() || t.readers.back() != ev.instr)) t.readers.push_back(ev.instr);
-    if (writes && (t.writers.empty() || t.writers.back() != ev.instr)) t.writers.push_back(ev.instr);
+    NoteUse(static_cast<size_t>(ti), ev.instr, reads, writes);
   }
+  if (detail_) FinishUses();
   // Backward liveness over blocks.
   const size_t nsp = ns - 1;  // planned storages
   auto& ue = sc_.ue;
