@@ -46,6 +46,12 @@ struct Built {
     if (!p) throw std::runtime_error("value " + std::to_string(value) + " is not planned");
     return *p;
   }
+  std::vector<uint32_t> writers(uint32_t value, size_t method = 0) const {
+    return m(method).Writers(t(value, method)).ToVector();
+  }
+  std::vector<uint32_t> readers(uint32_t value, size_t method = 0) const {
+    return m(method).Readers(t(value, method)).ToVector();
+  }
   const PlanStorage& storage(uint32_t value, size_t method = 0) const {
     return m(method).storages.at(t(value, method).storage);
   }
@@ -121,8 +127,8 @@ TEST(PlanLifetimes, StraightLineIntervals) {
   EXPECT_EQ(p.live(t3), (Runs{{2, 3}}));
   EXPECT_EQ(p.live(t4), (Runs{{3, 3}}));
   // The out argument before the return is the return again, not a read.
-  EXPECT_EQ(p.t(t1).writers, (std::vector<uint32_t>{0}));
-  EXPECT_EQ(p.t(t1).readers, (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(p.writers(t1), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(p.readers(t1), (std::vector<uint32_t>{1, 3}));
   EXPECT_EQ(p.t(x).origin, PlanOrigin::kInput);
   EXPECT_EQ(p.t(t2).origin, PlanOrigin::kWritten);
   EXPECT_TRUE(p.t(t2).output);
@@ -156,11 +162,11 @@ TEST(PlanLifetimes, InPlaceAndSeveralOuts) {
   m.PlannedBufferSizes({0, 64});
   Built p = Build(b);
   ASSERT_TRUE(p.m().derived()) << p.m().not_checked;
-  EXPECT_EQ(p.t(a).writers, (std::vector<uint32_t>{0, 1}));
-  EXPECT_EQ(p.t(a).readers, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(p.writers(a), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(p.readers(a), (std::vector<uint32_t>{1, 2}));
   EXPECT_EQ(p.live(a), (Runs{{0, 2}}));
-  EXPECT_EQ(p.t(o1).writers, (std::vector<uint32_t>{2}));
-  EXPECT_TRUE(p.t(o1).readers.empty());
+  EXPECT_EQ(p.writers(o1), (std::vector<uint32_t>{2}));
+  EXPECT_TRUE(p.readers(o1).empty());
   EXPECT_EQ(p.live(o1), (Runs{{2, 2}}));
   EXPECT_EQ(p.live(o2), (Runs{{2, 2}}));
   EXPECT_EQ(p.live(x), (Runs{{0, 1}}));
@@ -240,7 +246,7 @@ TEST(PlanLifetimes, StaticViewSharesItsBasesStorage) {
   ASSERT_TRUE(p.m().derived()) << p.m().not_checked;
   EXPECT_EQ(p.t(2).origin, PlanOrigin::kView);
   EXPECT_EQ(p.t(2).storage, p.t(1).storage);
-  EXPECT_EQ(p.storage(1).values, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(p.storage(1).values, (SmallVec<uint32_t>{1, 2}));
   EXPECT_EQ(p.live(1), (Runs{{0, 2}}));
   EXPECT_EQ(p.live(3), (Runs{{1, 2}}));
   EXPECT_TRUE(p.file->ok()) << p.findings();
@@ -301,7 +307,7 @@ TEST(PlanLifetimes, EtViewOutUsesSelfsBytes) {
   EXPECT_EQ(p.t(2).origin, PlanOrigin::kMoveTarget);
   EXPECT_TRUE(p.storage(2).live.empty());  // its own bytes: never used
   EXPECT_EQ(p.live(1), (Runs{{0, 3}}));
-  EXPECT_EQ(p.storage(1).pointed_by, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(p.m().PointedBy(p.storage(1)), (std::vector<uint32_t>{2}));
   ASSERT_EQ(p.m().aliases.size(), 1u);
   EXPECT_TRUE(p.m().aliases[0].et_view);
   EXPECT_TRUE(p.file->ok()) << p.findings();
@@ -362,8 +368,8 @@ TEST(PlanLifetimes, CondBranchesMoveIntoOneValue) {
   const uint32_t a = 2, bb = 3, o = 4;
   EXPECT_EQ(p.t(o).origin, PlanOrigin::kMoveTarget);
   Runs direct_a, direct_b;
-  for (const LiveRun& r : p.storage(a).direct) direct_a.emplace_back(r.first, r.last);
-  for (const LiveRun& r : p.storage(bb).direct) direct_b.emplace_back(r.first, r.last);
+  for (const LiveRun& r : p.m().Direct(p.storage(a))) direct_a.emplace_back(r.first, r.last);
+  for (const LiveRun& r : p.m().Direct(p.storage(bb))) direct_b.emplace_back(r.first, r.last);
   EXPECT_EQ(direct_a, (Runs{{1, 2}}));
   EXPECT_EQ(direct_b, (Runs{{4, 5}}));
   EXPECT_EQ(p.live(a), (Runs{{1, 3}, {6, 7}}));  // not over the false branch
@@ -463,8 +469,8 @@ TEST(PlanLifetimes, DelegateArgumentsNothingWroteAreOutputs) {
   Built p = Build(b);
   ASSERT_TRUE(p.m().derived()) << p.m().not_checked;
   EXPECT_EQ(p.m().delegate_outputs, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 1}, {0, 2}}));
-  EXPECT_EQ(p.t(0).readers, (std::vector<uint32_t>{0}));
-  EXPECT_EQ(p.t(1).writers, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(p.readers(0), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(p.writers(1), (std::vector<uint32_t>{0}));
   EXPECT_EQ(p.live(0), (Runs{{0, 0}}));
   EXPECT_EQ(p.live(1), (Runs{{0, 1}}));
   EXPECT_TRUE(p.file->ok()) << p.findings();
@@ -964,7 +970,7 @@ TEST(PlanFixtures, KeywordSpottingViewAndScratch) {
   EXPECT_EQ(s.live[0].first, 13u);
   EXPECT_EQ(s.live[0].last, 14u);
   EXPECT_EQ(m.Tensor(256)->origin, PlanOrigin::kUnwritten);
-  EXPECT_EQ(m.Tensor(256)->readers, (std::vector<uint32_t>{13}));
+  EXPECT_EQ(m.Readers(*m.Tensor(256)).ToVector(), (std::vector<uint32_t>{13}));
   EXPECT_EQ(m.Tensor(90)->origin, PlanOrigin::kEmpty);
   EXPECT_EQ(m.Tensor(83)->origin, PlanOrigin::kInput);
 }
@@ -1031,9 +1037,9 @@ std::string Dump(const ProgramLifetimes& lt) {
     s += m.name + " nc=" + m.not_checked + "\n";
     for (const PlannedTensor& t : m.tensors) {
       s += " v" + std::to_string(t.value) + " " + PlanOriginName(t.origin) + " s" + std::to_string(t.storage) + " w";
-      for (uint32_t i : t.writers) s += std::to_string(i) + ",";
+      for (uint32_t i : m.Writers(t)) s += std::to_string(i) + ",";
       s += " r";
-      for (uint32_t i : t.readers) s += std::to_string(i) + ",";
+      for (uint32_t i : m.Readers(t)) s += std::to_string(i) + ",";
       s += "\n";
     }
     for (const PlanStorage& st : m.storages) {

@@ -104,8 +104,9 @@ std::string Title(const efb::Program& p, const MethodLifetimes& m, const PlanSto
   std::vector<uint32_t> writers, readers;
   for (uint32_t v : s.values) {
     if (const PlannedTensor* t = m.Tensor(v)) {
-      writers.insert(writers.end(), t->writers.begin(), t->writers.end());
-      readers.insert(readers.end(), t->readers.begin(), t->readers.end());
+      const auto w = m.Writers(*t), r = m.Readers(*t);
+      writers.insert(writers.end(), w.begin(), w.end());
+      readers.insert(readers.end(), r.begin(), r.end());
     }
   }
   for (auto* list : {&writers, &readers}) {
@@ -113,9 +114,9 @@ std::string Title(const efb::Program& p, const MethodLifetimes& m, const PlanSto
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }
   o << "\nwritten by: " << Operators(p, m, writers) << "\nread by: " << Operators(p, m, readers);
-  if (!s.pointed_by.empty()) {
+  if (!m.PointedBy(s).empty()) {
     o << "\nalso used through";
-    for (uint32_t v : s.pointed_by) o << " values[" << v << "]";
+    for (uint32_t v : m.PointedBy(s)) o << " values[" << v << "]";
     o << " (MoveCall/et_view)";
   }
   return o.str();

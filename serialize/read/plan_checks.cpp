@@ -51,7 +51,7 @@ std::string Prefix(const MethodLifetimes& m) { return "method " + Quote(m.name) 
 // The first instructions at which both storages are live for a reason other
 // than one MoveCall/et_view target that may point at either (alternatives:
 // on every path it points at one of them), or nullopt.
-std::optional<LiveRun> Conflict(const PlanStorage& a, const PlanStorage& b) {
+std::optional<LiveRun> Conflict(const MethodLifetimes& m, const PlanStorage& a, const PlanStorage& b) {
   struct Reason {
     LiveRun run;
     int side;        // 0: a, 1: b
@@ -60,8 +60,8 @@ std::optional<LiveRun> Conflict(const PlanStorage& a, const PlanStorage& b) {
   std::vector<Reason> rs;
   std::vector<uint64_t> cuts;
   auto add = [&](const PlanStorage& s, int side) {
-    for (const LiveRun& r : s.direct) rs.push_back({r, side, -1});
-    for (const auto& [t, runs] : s.through) {
+    for (const LiveRun& r : m.Direct(s)) rs.push_back({r, side, -1});
+    for (const auto& [t, runs] : m.Through(s)) {
       for (const LiveRun& r : runs) rs.push_back({r, side, t});
     }
   };
@@ -189,7 +189,7 @@ bool CollectConflicts(const MethodLifetimes& m, size_t limit, OverlapScratch& sc
       if (sa > sb) std::swap(sa, sb);
       if (std::find(sc.seen.begin(), sc.seen.end(), std::make_pair(sa, sb)) != sc.seen.end()) continue;
       sc.seen.emplace_back(sa, sb);
-      const std::optional<LiveRun> c = Conflict(m.storages[sa], m.storages[sb]);
+      const std::optional<LiveRun> c = Conflict(m, m.storages[sa], m.storages[sb]);
       if (!c) continue;
       if (out.size() >= limit) {
         over = true;

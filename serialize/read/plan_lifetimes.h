@@ -24,6 +24,7 @@
 
 #include "layout/memory_plan.h"
 #include "program_generated.h"
+#include "serialize/read/small_vec.h"
 
 namespace ptepack {
 
@@ -49,43 +50,80 @@ enum class PlanOrigin : uint8_t {
 };
 const char* PlanOriginName(PlanOrigin o);
 
-// One planned tensor (a Tensor value with allocation_info).
+// One planned tensor (a Tensor value with allocation_info). 40 bytes: a
+// large program has many (verify of 330,000 values: 247,500 at once). The
+// instructions that write and read it are in MethodLifetimes::writers and
+// readers, filled only with detail: two empty std::vectors here were 48 of
+// 88 bytes, 11.9 MB there.
 struct PlannedTensor {
   uint32_t value = 0;
   uint32_t memory_id = 0;
   uint64_t offset = 0;
-  uint64_t nbytes = 0;  // the runtime's size: sizes as written (DYNAMIC_BOUND: the upper bounds)
+  uint64_t nbytes = 0;   // the runtime's size: sizes as written (DYNAMIC_BOUND: the upper bounds)
+  uint32_t storage = 0;  // index in MethodLifetimes::storages
   PlanOrigin origin = PlanOrigin::kWritten;
   bool input = false;
   bool output = false;
-  uint32_t storage = 0;  // index in MethodLifetimes::storages
-  // Instructions that write / read this value by its own index (directly or
-  // as an item of a TensorList), ascending and unique. A value both read and
-  // written by one instruction (an in-place op) is in both.
-  std::vector<uint32_t> writers;
-  std::vector<uint32_t> readers;
   const executorch_flatbuffer::Tensor* tensor = nullptr;  // dtype, shape, name, allocation_info
+};
+
+// A list of instructions for each planned tensor of a method, one list after
+// the other: tensor k's (index in MethodLifetimes::tensors) are list[start[k]]
+// up to list[start[k + 1]]; every list is empty while `start` is.
+struct TensorInstructions {
+  std::vector<size_t> start;
+  std::vector<uint32_t> list;
+
+  struct Range {
+    const uint32_t* first = nullptr;
+    const uint32_t* last = nullptr;
+    const uint32_t* begin() const { return first; }
+    const uint32_t* end() const { return last; }
+    size_t size() const { return static_cast<size_t>(last - first); }
+    bool empty() const { return first == last; }
+    uint32_t operator[](size_t i) const { return first[i]; }
+    std::vector<uint32_t> ToVector() const { return {first, last}; }
+  };
+  Range Of(size_t tensor) const {
+    if (tensor + 1 >= start.size()) return {};
+    return {list.data() + start[tensor], list.data() + start[tensor + 1]};
+  }
 };
 
 // Bytes that one or more values use by design: a tensor, the static views of
 // it, and the MoveCall/et_view targets while they point at it.
+//
+// A large program has about one per planned tensor (verify of 330,000
+// values: 247,500 at once), so it is kept small: 64 bytes, with no
+// allocation for one value and one live run, as nearly all have. It was 152
+// bytes with a 32-byte malloc chunk for `values` and one each for `live` and
+// `direct` once live: 39.9 MB of capacity and 10 MB of chunks there
+// (heaptrack), now 16.8 MB in all. What MoveCall/et_view targets add is kept
+// apart (PlanThrough), for the few storages they may point to.
 struct PlanStorage {
-  uint32_t memory_id = 0;
   uint64_t offset = 0;
-  uint64_t nbytes = 0;               // the largest member
-  std::vector<uint32_t> values;      // member value indices; the first is the one whose bytes these are
+  uint64_t nbytes = 0;  // the largest member
+  uint32_t memory_id = 0;
+  uint32_t through = kNoThrough;       // index in MethodLifetimes::through, for a storage targets may point to
+  bool persistent = false;             // state: live from the first to the last instruction, and between calls
+  bool shared_across_methods = false;  // state in a buffer other methods share: its offset is fixed
+  SmallVec<uint32_t> values;           // member value indices; the first is the one whose bytes these are
+  SmallVec<LiveRun> live;              // where the bytes hold needed data: ascending, disjoint
+  // first..last of `live` (nullopt when never live).
+  std::optional<LiveRun> Interval() const;
+
+  static constexpr uint32_t kNoThrough = UINT32_MAX;
+};
+
+// What MoveCall/et_view targets add to a storage they may point to.
+struct PlanThrough {
   std::vector<uint32_t> pointed_by;  // MoveCall/et_view targets that may point here
-  std::vector<LiveRun> live;         // where the bytes hold needed data: ascending, disjoint
   // `live` split by reason: through the members themselves, and through
   // each MoveCall/et_view target while it may point here. Two storages one
   // target may point to at an instruction are alternatives there (each
   // path picks one): not a conflict when that target is their only reason.
-  std::vector<LiveRun> direct;
-  std::vector<std::pair<uint32_t, std::vector<LiveRun>>> through;  // (target value, runs)
-  bool persistent = false;             // state: live from the first to the last instruction, and between calls
-  bool shared_across_methods = false;  // state in a buffer other methods share: its offset is fixed
-  // first..last of `live` (nullopt when never live).
-  std::optional<LiveRun> Interval() const;
+  SmallVec<LiveRun> direct;
+  std::vector<std::pair<uint32_t, std::vector<LiveRun>>> runs;  // (target value, runs)
 };
 
 // A MoveCall (the target EValue becomes the source's tensor) or an et_view
@@ -114,6 +152,12 @@ struct MethodLifetimes {
   std::vector<PlannedTensor> tensors;    // ascending value index
   std::vector<int32_t> tensor_of_value;  // value index -> index in `tensors`, or -1
   std::vector<PlanStorage> storages;
+  std::vector<PlanThrough> through;  // of the storages MoveCall/et_view targets may point to
+  // With detail (MethodLifetimesDeriver; DeriveLifetimes has it): the
+  // instructions that write / read each planned tensor by its own index
+  // (directly or as an item of a TensorList), ascending and unique. A value
+  // both read and written by one instruction (an in-place op) is in both.
+  TensorInstructions writers, readers;
   std::vector<PlanAlias> aliases;
   std::vector<PlanProblem> problems;
   // Set when lifetimes could not be derived (then no storage has live runs):
@@ -128,6 +172,14 @@ struct MethodLifetimes {
   bool blocked = false;
 
   const PlannedTensor* Tensor(uint32_t value) const;
+  // A planned tensor's writers / readers.
+  TensorInstructions::Range Writers(const PlannedTensor& t) const;
+  TensorInstructions::Range Readers(const PlannedTensor& t) const;
+  // A storage's PlanThrough lists, empty when no target points to it; its
+  // direct runs are its `live` then.
+  const std::vector<uint32_t>& PointedBy(const PlanStorage& s) const;
+  const SmallVec<LiveRun>& Direct(const PlanStorage& s) const;
+  const std::vector<std::pair<uint32_t, std::vector<LiveRun>>>& Through(const PlanStorage& s) const;
   // Lifetimes were derived (neither not_checked nor blocked).
   bool derived() const { return not_checked.empty() && !blocked; }
 };
@@ -160,7 +212,7 @@ ProgramLifetimes DeriveLifetimes(const executorch_flatbuffer::Program& program);
 // next one is derived). DeriveLifetimes is this, keeping each method.
 class MethodLifetimesDeriver {
  public:
-  // `detail`: fill PlannedTensor::writers and readers (the checks and
+  // `detail`: fill MethodLifetimes::writers and readers (the checks and
   // PlanViews do not need them).
   MethodLifetimesDeriver(const executorch_flatbuffer::Program& program, bool detail);
   ~MethodLifetimesDeriver();
