@@ -436,7 +436,7 @@ class Encoder {
   // A lazy table is decoded for its encode alone (Peek), its own children
   // likewise: encoding a DecodeOnDemand tree holds one path of it.
   uint32_t EncodeChild(const Value& v, const reflection::Field& f) {
-    const std::shared_ptr<const Table> t = Peek(v);
+    const PeekedTable t = Peek(v);
     if (!t) Fail("field " + f.name()->str() + " has no table");
     return EncodeTable(*t);
   }
@@ -509,7 +509,7 @@ void Measure(const Table& t, TreeSize& s);
 
 // A lazy table is decoded to be measured, and not kept.
 void MeasureChild(const Value& v, TreeSize& s) {
-  if (const std::shared_ptr<const Table> t = Peek(v)) Measure(*t, s);
+  if (const PeekedTable t = Peek(v)) Measure(*t, s);
 }
 
 void Measure(const Table& t, TreeSize& s) {
@@ -809,9 +809,13 @@ std::shared_ptr<Table>& Value::Materialize() {
   return table_;
 }
 
-std::shared_ptr<const Table> Peek(const Value& v) {
-  if (v.store_ == Value::Store::kLazy) return DecodeLazy(v.lazy_.table, v.size_, v.lazy_.src);
-  return v.table();
+PeekedTable::PeekedTable(const Value& v) {
+  if (v.store_ == Value::Store::kLazy) {
+    held_ = DecodeLazy(v.lazy_.table, v.size_, v.lazy_.src);
+    p_ = held_.get();
+  } else {
+    p_ = v.table().get();
+  }
 }
 
 void EditTable(Value& v, std::function<void(Table&)> fn) {
@@ -1354,12 +1358,9 @@ Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::functio
   return v;
 }
 
-void ForEachElement(const Value& v, const std::function<void(const Value&)>& fn) {
-  if (v.store_ == Value::Store::kGen) {
-    for (size_t i = 0; i < v.size_; ++i) fn((*v.gen_)(i));
-    return;
-  }
-  for (const Value& e : v.elems()) fn(e);
+Value GeneratedElement(const Value& v, size_t i) {
+  if (v.store_ != Value::Store::kGen || i >= v.size_) throw Error("internal", "not an element of a generated vector");
+  return (*v.gen_)(i);
 }
 
 size_t ElementCount(const Value& v) { return v.store_ == Value::Store::kGen ? v.size_ : v.elems().size(); }

@@ -166,10 +166,10 @@ struct Value {
     std::shared_ptr<const LazySource> src;
   };
   friend class Decoder;
-  friend std::shared_ptr<const Table> Peek(const Value& v);
+  friend class PeekedTable;
   friend void EditTable(Value& v, std::function<void(Table&)> fn);
   friend Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::function<Value(size_t)> make);
-  friend void ForEachElement(const Value& v, const std::function<void(const Value&)>& fn);
+  friend Value GeneratedElement(const Value& v, size_t i);
   friend size_t ElementCount(const Value& v);
   void SetLazy(const uint8_t* table, uint32_t object_index, const std::shared_ptr<const LazySource>& src);
   // Decodes a kLazy table (its child tables stay lazy) into this value.
@@ -373,9 +373,22 @@ std::shared_ptr<Table> DecodeOnDemand(const Schema& schema, const uint8_t* buf, 
                                       std::shared_ptr<const void> owner);
 
 // The table of `v` (kTable), for reading: a lazy one decoded afresh (its
-// child tables lazy, EditTable's changes made) and not kept in `v`;
-// otherwise v.table(). Null if none.
-std::shared_ptr<const Table> Peek(const Value& v);
+// child tables lazy, EditTable's changes made) and held by the result, not
+// kept in `v`; otherwise v.table()'s, borrowed (no count taken: the walks of
+// a built program read every value through this). Null if none.
+class PeekedTable {
+ public:
+  explicit PeekedTable(const Value& v);
+  const Table* get() const { return p_; }
+  const Table& operator*() const { return *p_; }
+  const Table* operator->() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  const Table* p_ = nullptr;
+  std::shared_ptr<const Table> held_;  // a lazy value's table, decoded for this read
+};
+inline PeekedTable Peek(const Value& v) { return PeekedTable(v); }
 
 // Changes the table of `v` (kTable) with `fn`: now, on the table owned
 // first (fb::Own), or, for a lazy value, each time it is decoded from here on
@@ -445,11 +458,22 @@ Value OffsetVector(std::vector<Value> elems, reflection::BaseType elem_type);
 // encode); elems() makes them all and keeps them. `make` must give the same
 // element each time and may be called after this returns.
 Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::function<Value(size_t)> make);
-// Calls fn(element) for each element of an offset vector in order: those of
-// a GeneratedVector made one at a time, not kept.
-void ForEachElement(const Value& v, const std::function<void(const Value&)>& fn);
 // How many elements an offset vector has (made or not).
 size_t ElementCount(const Value& v);
+// Element `i` of a GeneratedVector, made now and not kept.
+Value GeneratedElement(const Value& v, size_t i);
+// Calls fn(element) for each element of an offset vector in order: those of
+// a GeneratedVector made one at a time, not kept. (A template: the encoder
+// walks every vector of a program through it.)
+template <typename Fn>
+void ForEachElement(const Value& v, Fn&& fn) {
+  if (v.generated()) {
+    const size_t n = ElementCount(v);
+    for (size_t i = 0; i < n; ++i) fn(static_cast<const Value&>(GeneratedElement(v, i)));
+    return;
+  }
+  for (const Value& e : v.elems()) fn(e);
+}
 Value ScalarVector(reflection::BaseType elem_type, Bytes raw);
 // A scalar vector holding a copy of `v` (T must match elem_type's size). The
 // bytes are kept in a shared std::string: up to 15 bytes (a tensor's sizes and

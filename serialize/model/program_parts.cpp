@@ -66,11 +66,11 @@ void ForEachTensorCow(fb::Table& program,
       // Read through Peek: a lazily decoded program (fb::DecodeOnDemand) is
       // decoded here a value at a time, and keeps none of it (`edit` keeps
       // the change instead).
-      const std::shared_ptr<const fb::Table> ev = fb::Peek((*values)[i]);
-      if (ev == nullptr) continue;
+      const fb::PeekedTable ev = fb::Peek((*values)[i]);
+      if (!ev) continue;
       const auto& val = EValue{*ev}.val();
       if (val.kind != fb::Value::Kind::kTable) continue;
-      const std::shared_ptr<const fb::Table> tensor = fb::Peek(val);
+      const fb::PeekedTable tensor = fb::Peek(val);
       if (!tensor || tensor->def != tensor_def) continue;
       at = {pi, i, false};
       fn(*plan, static_cast<uint32_t>(i), *tensor, edit);
