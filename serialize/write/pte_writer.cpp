@@ -799,10 +799,7 @@ WriteResult WritePackageLayout(const PackageLayout& l, const std::string& pte_pa
 }
 
 WriteResult WritePackageLayout(PackageLayout&& l, const std::string& pte_path, const WriteOptions& o) {
-  return WriteLayout(l, pte_path, o, [&l] {
-    l = PackageLayout{};
-    ReturnFreePages();
-  });
+  return WriteLayout(l, pte_path, o, [&l] { l = PackageLayout{}; });
 }
 
 WriteResult WritePackageFiles(const PackageParts& pkg, const BackendConfig& cfg, const std::string& pte_path,
