@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "layout/alignment.h"
 #include "ptepack/error.h"
@@ -62,19 +63,25 @@ SegmentSlot Concat(SegmentKind kind, const std::vector<uint64_t>& sizes, uint64_
 
 // One segment per distinct content, appended to `segs` in order of first
 // use: returns each blob's segment index (the first one of its content).
+// A blob's `content` is the index of an earlier (or the same) blob.
 std::vector<uint32_t> DedupedSegments(SegmentKind kind, const std::vector<BlobSpec>& blobs,
                                       std::vector<SegmentSlot>& segs, uint64_t* bytes_saved,
                                       const std::vector<bool>* skip = nullptr) {
   std::vector<uint32_t> index(blobs.size(), 0);
-  std::unordered_map<size_t, uint32_t> by_content;
+  segs.reserve(segs.size() + blobs.size());
   for (size_t i = 0; i < blobs.size(); ++i) {
     if (skip && (*skip)[i]) continue;
-    auto [it, fresh] = by_content.emplace(blobs[i].content, static_cast<uint32_t>(segs.size()));
-    index[i] = it->second;
-    if (!fresh) {
+    const size_t first = blobs[i].content;
+    if (first > i || (first < i && blobs[first].size != blobs[i].size)) {
+      throw Error("internal-layout", "blob " + std::to_string(i) + ": content " + std::to_string(first) +
+                                         " is not an earlier blob of its size");
+    }
+    if (first < i) {
+      index[i] = index[first];
       *bytes_saved = CheckedAdd(*bytes_saved, blobs[i].size);
       continue;
     }
+    index[i] = static_cast<uint32_t>(segs.size());
     SegmentSlot s;
     s.kind = kind;
     s.size = blobs[i].size;
@@ -83,6 +90,7 @@ std::vector<uint32_t> DedupedSegments(SegmentKind kind, const std::vector<BlobSp
     s.item_offsets.push_back(0);
     segs.push_back(std::move(s));
   }
+  segs.shrink_to_fit();
   return index;
 }
 
@@ -108,14 +116,14 @@ PteSegmentsPlan PlanPteSegments(const PteSegmentInputs& in) {
   if (in.constants && !in.constants->empty()) {
     out.constant_segment = out.segments.size();
     SegmentSlot s = Concat(SegmentKind::kConstants, *in.constants, in.tensor_alignment);
-    out.constant_offsets = s.item_offsets;
+    out.constant_offsets.assign(s.item_offsets.begin(), s.item_offsets.end());
     out.segments.push_back(std::move(s));
   }
   if (in.mutable_data) {
     SegmentSlot s = Concat(SegmentKind::kMutableData, *in.mutable_data, 1);
     if (s.size > 0) {
       out.mutable_segment = out.segments.size();
-      out.mutable_offsets = s.item_offsets;
+      out.mutable_offsets.assign(s.item_offsets.begin(), s.item_offsets.end());
       out.segments.push_back(std::move(s));
     }
   }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ptepack/config.h"
+#include "support/small_vec.h"
 
 namespace ptepack {
 
@@ -67,18 +68,21 @@ struct BlobSpec {
 };
 
 // What a segment holds: which list its pieces index.
-enum class SegmentKind { kConstants, kMutableData, kDelegate, kNamedData, kPtdTensors };
+enum class SegmentKind : uint8_t { kConstants, kMutableData, kDelegate, kNamedData, kPtdTensors };
+inline constexpr size_t kSegmentKinds = 5;
 
 // A segment: where it starts (relative to the segment base), how long it is,
 // and the pieces in it (indices into the list it was made from) with each
-// piece's offset inside the segment.
+// piece's offset inside the segment. 64 bytes: every segment but a constant
+// or mutable data segment (or a legacy .ptd's tensors) has one piece, kept
+// inline (a .ptd of 300,000 entries has as many segments).
 struct SegmentSlot {
   SegmentKind kind = SegmentKind::kNamedData;
   uint64_t offset = 0;
   uint64_t size = 0;
-  uint64_t alignment = 1;     // own alignment, combined with the segment alignment
-  std::vector<size_t> items;  // pieces, in order
-  std::vector<uint64_t> item_offsets;
+  uint64_t alignment = 1;  // own alignment, combined with the segment alignment
+  SmallVec<size_t> items;  // pieces, in order
+  SmallVec<uint64_t> item_offsets;
 };
 
 // Where a delegate's payload goes: a segment, or an inline entry of the

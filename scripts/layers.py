@@ -37,6 +37,7 @@ LAYERS = [
     ["config"],
     ["serialize/io"],
     ["include/ptepack"],
+    ["support"],
 ]
 # Where generated headers come from (their schema's folder).
 GENERATED_OWNER = "serialize/format"

@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layout/segment_plan.h"
 #include "ptepack/error.h"
 
 namespace ptepack {
@@ -256,6 +261,67 @@ TEST(FilePlan, FormatLimits) {
     EXPECT_EQ(e.finding().code, "limit-exceeded");
   }
   EXPECT_THROW(CheckFormatLimits(1, 0x100000000ull), Error);
+}
+
+// A segment of one piece keeps it inline: SegmentSlot is 64 bytes with no
+// allocation of its own (a .ptd of 300,000 entries has as many segments).
+static_assert(sizeof(void*) != 8 || sizeof(SegmentSlot) == 64, "SegmentSlot grew");
+
+// `content` must name an earlier blob of the same size (the dedup decision
+// the writer makes); anything else is the writer's error, reported.
+TEST(FilePlan, ContentThatIsNotAnEarlierEqualBlobIsRejected) {
+  auto code = [](const std::vector<BlobSpec>& blobs) {
+    try {
+      PlanPtdSegments(blobs, 16);
+    } catch (const Error& e) {
+      return e.finding().code;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(code({{100, 1, 0}, {100, 1, 0}}), "");
+  EXPECT_EQ(code({{100, 1, 1}, {100, 1, 1}}), "internal-layout");  // a later blob
+  EXPECT_EQ(code({{100, 1, 0}, {50, 1, 0}}), "internal-layout");   // another size
+}
+
+// The pieces of the constant segment as SegmentPlan streams them: sizes 10,
+// 20, 5 at 16 are at 0, 16, 48 (ThreeConstantsAt16ThenMutableDataAt128), so
+// the zeros before them are 0, 16 - 10 = 6 and 48 - 36 = 12; the mutable
+// segment's 4 and 3 bytes follow each other (0, 0).
+TEST(FilePlan, SegmentPlanStreamsEachPieceAfterItsPadding) {
+  PteSegmentInputs in;
+  in.segment_alignment = 128;
+  in.tensor_alignment = 16;
+  in.constants = std::vector<uint64_t>{10, 20, 5};
+  in.mutable_data = std::vector<uint64_t>{4, 3};
+  PteSegmentsPlan plan = PlanPteSegments(in);
+  static const uint8_t bytes[32] = {};
+  SegmentPlan::Lists lists;
+  for (uint64_t n : {10, 20, 5}) lists[static_cast<size_t>(SegmentKind::kConstants)].push_back(Bytes::View(bytes, n));
+  for (uint64_t n : {4, 3}) lists[static_cast<size_t>(SegmentKind::kMutableData)].push_back(Bytes::View(bytes, n));
+  const SegmentPlan sp(std::move(plan.segments), lists);
+  ASSERT_EQ(sp.segments().size(), 2u);
+  EXPECT_EQ(sp.data_size(), 135u);
+  std::vector<std::pair<uint64_t, size_t>> got;
+  for (const SegmentSlot& s : sp.segments()) {
+    EXPECT_TRUE(sp.ForEachPiece(s, [&](uint64_t pad, const Bytes& b) {
+      got.emplace_back(pad, b.size);
+      return true;
+    }));
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, size_t>>{{0, 10}, {6, 20}, {12, 5}, {0, 4}, {0, 3}}));
+  // Stopping after the first piece.
+  size_t calls = 0;
+  EXPECT_FALSE(sp.ForEachPiece(sp.segments()[0], [&](uint64_t, const Bytes&) { return ++calls < 1; }));
+  EXPECT_EQ(calls, 1u);
+
+  // A piece its list does not have, or longer than its place, is reported.
+  std::vector<SegmentSlot> short_list = PlanPteSegments(in).segments;
+  SegmentPlan::Lists fewer = lists;
+  fewer[static_cast<size_t>(SegmentKind::kConstants)].pop_back();
+  EXPECT_THROW(SegmentPlan(short_list, fewer), Error);
+  SegmentPlan::Lists longer = lists;
+  longer[static_cast<size_t>(SegmentKind::kConstants)][0] = Bytes::View(bytes, 17);
+  EXPECT_THROW(SegmentPlan(short_list, longer), Error);
 }
 
 }  // namespace

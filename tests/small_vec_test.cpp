@@ -1,6 +1,6 @@
-// SmallVec (serialize/read/small_vec.h): one element inline, more on the
+// SmallVec (support/small_vec.h): one element inline, more on the
 // heap; copies and moves keep the elements, in order.
-#include "serialize/read/small_vec.h"
+#include "support/small_vec.h"
 
 #include <gtest/gtest.h>
 

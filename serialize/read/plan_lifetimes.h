@@ -24,7 +24,7 @@
 
 #include "layout/memory_plan.h"
 #include "program_generated.h"
-#include "serialize/read/small_vec.h"
+#include "support/small_vec.h"
 
 namespace ptepack {
 

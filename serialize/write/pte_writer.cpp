@@ -157,28 +157,6 @@ std::vector<BlobSpec> Specs(const std::vector<Bytes>& items, const std::vector<u
   return specs;
 }
 
-// The bytes of each planned segment: its pieces at the planned offsets.
-// `lists` gives the data a segment kind's item indices refer to.
-SegmentPlan SegmentsOf(const std::vector<SegmentSlot>& spans,
-                       const std::function<const std::vector<Bytes>&(SegmentKind)>& lists) {
-  SegmentPlan plan;
-  for (const auto& span : spans) {
-    const std::vector<Bytes>& data = lists(span.kind);
-    PlannedSegment seg;
-    seg.offset = span.offset;
-    seg.size = span.size;
-    seg.alignment = span.alignment;
-    uint64_t at = 0;
-    for (size_t j = 0; j < span.items.size(); ++j) {
-      const Bytes& b = data[span.items[j]];
-      seg.pieces.push_back(Piece{span.item_offsets[j] - at, b});
-      at = span.item_offsets[j] + b.size;
-    }
-    plan.Add(std::move(seg));
-  }
-  return plan;
-}
-
 // Calls `fn` on each delegate of each plan, in program order; `own` owns
 // (copy-on-write) the plans and delegates it visits.
 void ForEachDelegate(Program<>& p, bool own, const std::function<void(const fb::Table&, fb::Value*)>& fn) {
@@ -248,23 +226,11 @@ void ApplyDelegatePlacement(Program<>& p, const std::vector<DelegatePlacement>& 
 // The pieces of a .pte as layout/ sees them, and their bytes.
 struct PtePieces {
   PteSegmentInputs in;
-  std::vector<Bytes> constants, mutable_data, delegates, named;
-  // The list a segment of `kind` takes its pieces from.
-  const std::vector<Bytes>& Of(SegmentKind kind) const {
-    switch (kind) {
-      case SegmentKind::kConstants:
-        return constants;
-      case SegmentKind::kMutableData:
-        return mutable_data;
-      case SegmentKind::kDelegate:
-        return delegates;
-      default:
-        return named;
-    }
-  }
+  SegmentPlan::Lists data;  // the list each SegmentKind's pieces index
+  std::vector<Bytes>& Of(SegmentKind kind) { return data[static_cast<size_t>(kind)]; }
 };
 
-// `bytes`: also the constants' and mutable data's bytes (SegmentsOf's
+// `bytes`: also the constants' and mutable data's bytes (the segments'
 // pieces); without them, only their sizes (a layout of the head alone).
 PtePieces GatherPte(Program<>& p, const PackageParts& pkg, const LayoutSettings& s, bool bytes) {
   PtePieces out;
@@ -272,33 +238,33 @@ PtePieces GatherPte(Program<>& p, const PackageParts& pkg, const LayoutSettings&
   out.in.tensor_alignment = s.tensor_alignment;
   const auto& cb = p.constant_buffer();
   if (!s.inline_constants && !cb.elems().empty()) {
-    if (bytes) out.constants.reserve(cb.elems().size());
+    if (bytes) out.Of(SegmentKind::kConstants).reserve(cb.elems().size());
     std::vector<uint64_t>& sizes = out.in.constants.emplace();
     sizes.reserve(cb.elems().size());
     for (auto& b : cb.elems()) {
       const Bytes storage = b.table() ? Buffer{*b.table()}.get_storage() : Bytes{};
       sizes.push_back(storage.size);
-      if (bytes) out.constants.push_back(storage);
+      if (bytes) out.Of(SegmentKind::kConstants).push_back(storage);
     }
   }
   if (pkg.mutable_data) {
-    if (bytes) out.mutable_data = *pkg.mutable_data;
+    if (bytes) out.Of(SegmentKind::kMutableData) = *pkg.mutable_data;
     out.in.mutable_data = Sizes(*pkg.mutable_data);
   }
   out.in.extract_delegates = s.extract_delegates;
   if (s.extract_delegates) {
-    out.delegates = DelegatePayloads(p);
-    out.in.delegates = Specs(out.delegates, {}, /*skip_empty=*/true);
+    out.Of(SegmentKind::kDelegate) = DelegatePayloads(p);
+    out.in.delegates = Specs(out.Of(SegmentKind::kDelegate), {}, /*skip_empty=*/true);
   }
   if (!pkg.named_data.empty() && !p.named_data().elems().empty()) {
     throw Error("bad-program", "program already has named data");
   }
   std::vector<uint64_t> alignments;
   for (const auto& blob : pkg.named_data) {
-    out.named.push_back(blob.data);
+    out.Of(SegmentKind::kNamedData).push_back(blob.data);
     alignments.push_back(blob.alignment);
   }
-  out.in.named_data = Specs(out.named, alignments);
+  out.in.named_data = Specs(out.Of(SegmentKind::kNamedData), alignments);
   return out;
 }
 
@@ -408,16 +374,14 @@ PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segme
   DedupMutableData(pkg);
   Program p{*pkg.program};
   PtePieces pieces = GatherPte(p, pkg, s, segments);
-  const PteSegmentsPlan plan = PlanPteSegments(pieces.in);
+  PteSegmentsPlan plan = PlanPteSegments(pieces.in);
+  const size_t num_segments = plan.segments.size();
   if (!s.extract_delegates && s.dedup_inline_delegate_data) DedupInlineDelegateData(*pkg.program);
   ApplySegmentsPlan(p, pkg, pieces.in, plan);
   PteLayout out;
   out.dedup_bytes_saved = plan.dedup_bytes_saved;
-  if (segments) {
-    out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& { return pieces.Of(k); });
-  }
-  pieces = PtePieces{};  // the segments view the data; the lists are not needed
-  fb::Encoded enc = EncodeProgram(*pkg.program, s, plan.segments.size());
+  if (segments) out.segments = SegmentPlan(std::move(plan.segments), std::move(pieces.data));
+  fb::Encoded enc = EncodeProgram(*pkg.program, s, num_segments);
   pkg.program.reset();  // the segments view the data, not the tree
   if (external) ReturnFreePages();
   out.flatbuffer_size = enc.data.size();
@@ -431,7 +395,7 @@ PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segme
   out.ptd_segment_alignment = s.ptd_segment_alignment;
   AssembleHead(std::move(enc), PlanPteHead(head), out);
   out.external = std::move(pkg.external);
-  CheckFormatLimits(out.head.size(), plan.segments.size());
+  CheckFormatLimits(out.head.size(), num_segments);
   return out;
 }
 
@@ -491,14 +455,16 @@ fb::Value SegmentList(const std::vector<SegmentSlot>& spans) {
 PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) {
   const uint64_t ta = std::max<uint32_t>(1, file.legacy_tensor_alignment);
   std::vector<const NamedBlob*> tensors, named;
-  std::vector<Bytes> tensor_data, named_data;
+  SegmentPlan::Lists data;
+  std::vector<Bytes>& tensor_data = data[static_cast<size_t>(SegmentKind::kPtdTensors)];
+  std::vector<Bytes>& named_data = data[static_cast<size_t>(SegmentKind::kNamedData)];
   std::vector<uint64_t> named_alignments;
   for (const auto& e : file.entries) {
     (e.legacy_tensor ? tensors : named).push_back(&e);
     (e.legacy_tensor ? tensor_data : named_data).push_back(e.data);
     if (!e.legacy_tensor) named_alignments.push_back(e.alignment);
   }
-  const LegacyPtdSegmentsPlan plan =
+  LegacyPtdSegmentsPlan plan =
       PlanLegacyPtdSegments(Specs(tensor_data, {}), ta, Specs(named_data, named_alignments), segment_alignment);
   std::vector<fb::Value> tensor_list, named_list;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -534,9 +500,7 @@ PtdLayout LayoutLegacyPtd(const ExternalFile& file, uint64_t segment_alignment) 
   const PtdHeadPlan h =
       PlanPtdHead(kFlatTensorHeaderLength, ta, ta, enc.data.size(), plan.data_size, segment_alignment);
   PtdLayout out;
-  out.segments = SegmentsOf(plan.segments, [&](SegmentKind k) -> const std::vector<Bytes>& {
-    return k == SegmentKind::kPtdTensors ? tensor_data : named_data;
-  });
+  out.segments = SegmentPlan(std::move(plan.segments), std::move(data));
   out.head = PtdHead(std::move(enc.data), h);
   out.segment_base_offset = h.segment_base_offset;
   return out;
@@ -570,7 +534,8 @@ fb::Encoded EncodeFlatTensor(const ExternalFile& file, const PtdSegmentsPlan& pl
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
   if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
   const size_t n = file.entries.size();
-  std::vector<Bytes> data;
+  SegmentPlan::Lists lists;
+  std::vector<Bytes>& data = lists[static_cast<size_t>(SegmentKind::kNamedData)];
   std::vector<uint64_t> alignments;
   data.reserve(n);
   alignments.reserve(n);
@@ -585,13 +550,14 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
       alignments.push_back(e.alignment);
     }
   }
-  const PtdSegmentsPlan plan = PlanPtdSegments(Specs(data, alignments), segment_alignment);
+  PtdSegmentsPlan plan = PlanPtdSegments(Specs(data, alignments), segment_alignment);
+  std::vector<uint64_t>().swap(alignments);
   fb::Encoded enc = EncodeFlatTensor(file, plan);
   const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, 1, enc.data.size(),
                                     plan.data_size, segment_alignment);
   CheckFormatLimits(h.padded_header + enc.data.size(), plan.segments.size());
   PtdLayout out;
-  out.segments = SegmentsOf(plan.segments, [&](SegmentKind) -> const std::vector<Bytes>& { return data; });
+  out.segments = SegmentPlan(std::move(plan.segments), std::move(lists));
   out.head = PtdHead(std::move(enc.data), h);
   out.segment_base_offset = h.segment_base_offset;
   return out;
@@ -628,10 +594,11 @@ namespace {
 void AppendSegments(std::vector<uint8_t>& out, uint64_t base, const SegmentPlan& plan) {
   for (const auto& s : plan.segments()) {
     out.resize(base + s.offset, 0);
-    for (const auto& p : s.pieces) {
-      out.resize(out.size() + p.pad_before, 0);
-      out.insert(out.end(), p.data.data, p.data.data + p.data.size);
-    }
+    plan.ForEachPiece(s, [&out](uint64_t pad, const Bytes& data) {
+      out.resize(out.size() + pad, 0);
+      out.insert(out.end(), data.data, data.data + data.size);
+      return true;
+    });
   }
 }
 }  // namespace
@@ -709,9 +676,7 @@ class LayoutComparer {
 void CompareSegments(LayoutComparer& c, uint64_t base, const SegmentPlan& plan) {
   for (const auto& s : plan.segments()) {
     if (!c.ZerosTo(base + s.offset)) return;
-    for (const auto& p : s.pieces) {
-      if (!c.Zeros(p.pad_before) || !c.Data(p.data)) return;
-    }
+    if (!plan.ForEachPiece(s, [&c](uint64_t pad, const Bytes& data) { return c.Zeros(pad) && c.Data(data); })) return;
   }
 }
 

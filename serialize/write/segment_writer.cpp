@@ -27,11 +27,12 @@ void WriteSegments(AtomicFile& out, const SegmentPlan& plan, const ProgressFn& p
     const uint64_t before = out.offset();
     out.PadTo(base + s.offset);
     done += out.offset() - before;
-    for (const auto& p : s.pieces) {
-      out.WriteZeros(p.pad_before);
-      done += p.pad_before;
-      StreamBytes(out, p.data, progress, &done, total);
-    }
+    plan.ForEachPiece(s, [&](uint64_t pad, const Bytes& data) {
+      out.WriteZeros(pad);
+      done += pad;
+      StreamBytes(out, data, progress, &done, total);
+      return true;
+    });
   }
   if (progress && done < total) progress(total, total);
 }

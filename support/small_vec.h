@@ -1,10 +1,15 @@
 // SmallVec<T>: a vector of a small trivially copyable T that keeps its first
-// element inline, for the many short lists of the memory-plan check
-// (serialize/read/plan_lifetimes.h: a storage's values and live runs, one
-// each for nearly every storage). 16 bytes, against std::vector's 24 plus a
-// 32-byte malloc chunk for its one element; no allocation for 0 or 1
-// elements. A second element moves the list to the heap, where it stays
-// (clear() keeps the capacity, as std::vector's does).
+// element inline, for the many short lists that have one element nearly
+// always: a storage's values and live runs in the memory-plan check
+// (serialize/read/plan_lifetimes.h), a segment's pieces in a file's layout
+// (layout/file_plan.h: one per segment but the constant segment's). 16
+// bytes, against std::vector's 24 plus a 32-byte malloc chunk for its one
+// element; no allocation for 0 or 1 elements. A second element moves the
+// list to the heap, where it stays (clear() keeps the capacity, as
+// std::vector's does).
+//
+// support/ holds such plain containers, which any layer may use; they know
+// nothing of ExecuTorch.
 //
 // Boost.Container's small_vector<T, 1> does this too, but is 32 bytes and a
 // new dependency (also for the WebAssembly build); this is the part used.
