@@ -184,6 +184,57 @@ TEST(HeapDeathTest, EveryWholeRangeOfTheReserveIsOneHugePage) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// The resident memory of this process (VmRSS), in KiB.
+long ResidentKb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  long kb = -1;
+  while (std::getline(f, line)) {
+    if (std::sscanf(line.c_str(), "VmRSS: %ld kB", &kb) == 1) break;
+  }
+  return kb;
+}
+
+// Memory freed inside the heap (a block with live memory after it, so not the
+// free top) goes back to the kernel with ReturnFreePages and stays back: the
+// address space ReturnFreePages reserves again afterwards is not cut from the
+// pages it just gave back. It was, in blocks of 2 MiB, each of whose
+// remainders glibc gave a header in an empty 2 MiB range of the advised
+// heap: a huge page each, as much memory resident again as was given back.
+TEST(HeapDeathTest, FreedPagesStayGivenBack) {
+  if (!kPolicyPlatform) GTEST_SKIP() << kNotPolicyPlatform;
+  if (kSanitized) GTEST_SKIP() << "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
+  if (const std::string why = NoHugePages(); !why.empty()) GTEST_SKIP() << why;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::unsetenv("PTEPACK_DEFAULT_HEAP");
+        if (!PrepareHeap()) std::exit(2);
+        // 24 MiB in blocks of 1 MiB, then one block after them that stays.
+        constexpr int kBlocks = 24;
+        constexpr size_t kOne = size_t{1} << 20;
+        char* blocks[kBlocks];
+        for (auto& b : blocks) {
+          b = static_cast<char*>(std::malloc(kOne));
+          if (b == nullptr) std::exit(3);
+          std::memset(b, 1, kOne);
+        }
+        char* volatile after = static_cast<char*>(std::malloc(kOne));
+        if (after == nullptr) std::exit(3);
+        std::memset(after, 1, kOne);
+        for (auto& b : blocks) std::free(b);
+        const long before = ResidentKb();
+        ReturnFreePages();
+        const long now = ResidentKb();
+        std::fprintf(stderr, "RSS %ld KiB -> %ld KiB after ReturnFreePages\n", before, now);
+        std::free(after);
+        // At least 20 of the 24 MiB given back (the ranges at the ends are
+        // shared with memory still in use).
+        std::exit(before - now >= 20 * 1024 ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // Nor where a reserve of address space could make a later allocation fail:
 // a limit on the process's data (ulimit -d), however generous.
 TEST(HeapDeathTest, NoReserveUnderALimit) {

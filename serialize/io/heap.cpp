@@ -36,6 +36,7 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // growth): untouched, it costs no memory. Later growths take glibc's default.
 constexpr int kReserve = 1 << 30;
 constexpr int kDefaultTopPad = 128 << 10;
+constexpr int kDefaultMmapMax = 65536;  // glibc's DEFAULT_MMAP_MAX
 
 // Whether reserving address space could fail an allocation later: a limit
 // on the process's address space or data (ulimit -v, -d), or the kernel's
@@ -64,44 +65,50 @@ uintptr_t g_heap_from = 0;  // where the heap's free top began when it was prepa
 // the free top. (The kernel keeps the advice per mapping, and a later growth
 // of the heap is a new mapping without it: hence the reserve.)
 //
-// The first block ends just below a 2 MiB boundary. glibc writes the header of
-// the free chunk after a block when it splits the block off -- before the
+// The block is larger than all the heap's free memory together, so no free
+// chunk inside the heap can serve it: it comes from the top. Blocks of 2 MiB
+// did, after a trim: each was cut from a free chunk whose pages the trim had
+// just given back, and glibc wrote the header of the rest of that chunk into
+// an empty 2 MiB range of the advised heap, which the kernel filled with a
+// huge page. A `split` of 300,000 constants got 84 MB back that way each time
+// (RSS 91 -> 175 MB before its .ptd's layout; peak 248 MB, 193 MB with
+// glibc's own heap). M_MMAP_MAX is 0 meanwhile: a block past M_MMAP_THRESHOLD
+// would be a mapping of its own.
+//
+// The block ends just below a 2 MiB boundary. glibc writes the header of the
+// free chunk after a block when it splits the block off -- before the
 // advice -- and a 2 MiB range that already has a page stays in 4 KiB pages
 // (its page table exists: a huge page is only taken for an empty range). A
 // block of 2 MiB put that header into the first whole 2 MiB range of the
 // reserve: every command faulted it in 512 times instead of once (`pack` of
-// the meta spec: 870-1,020 faults, 180-350 with this block). Free chunks
-// elsewhere in the heap may serve the first block; then blocks of 2 MiB.
+// the meta spec: 870-1,020 faults, 180-350 with this block).
 void ReserveAhead() {
   char* const before = static_cast<char*>(::sbrk(0));
   if (before == reinterpret_cast<char*>(-1)) return;
-  ::mallopt(M_TOP_PAD, kReserve);
-  // The free top ends there; the first block comes from where it starts.
+  const struct mallinfo2 mi = ::mallinfo2();
   const uintptr_t end = reinterpret_cast<uintptr_t>(before);
-  const uintptr_t top = end - ::mallinfo2().keepcost;
+  const uintptr_t top = end - mi.keepcost;  // the free top ends there
   // A chunk from `top` to 16 bytes below the boundary (its size is the request
   // plus 8, rounded up to 16; chunks start 16-aligned): larger than the free
-  // top, so the heap grows; the next chunk's header is below the boundary.
-  const uintptr_t boundary = (end + 64 + kHugePage - 1) & ~(kHugePage - 1);
-  constexpr int kTries = 64;
-  void* volatile blocks[kTries];  // volatile: the allocations are not optimized away
-  int n = 0;
-  while (n < kTries) {
-    blocks[n] = std::malloc(n == 0 ? static_cast<size_t>(boundary - top - 32) : kHugePage);
-    if (blocks[n] == nullptr) break;
-    ++n;
-    if (static_cast<char*>(::sbrk(0)) != before) break;
-  }
-  char* const after = static_cast<char*>(::sbrk(0));
+  // top and than any other free chunk, so the heap grows; the next chunk's
+  // header is below the boundary.
+  const uintptr_t boundary = (top + mi.fordblks + 64 + kHugePage - 1) & ~(kHugePage - 1);
+  ::mallopt(M_TOP_PAD, kReserve);
+  ::mallopt(M_MMAP_MAX, 0);
+  void* volatile block = std::malloc(static_cast<size_t>(boundary - top - 32));  // volatile: not optimized away
+  ::mallopt(M_MMAP_MAX, kDefaultMmapMax);
   ::mallopt(M_TOP_PAD, kDefaultTopPad);
-  // The first block, when it was cut from the free top, is kept: it holds the
-  // rest of the 2 MiB range the heap's memory so far is in (4 KiB pages), so
-  // what the heap gives next starts on the boundary, in a range of its own.
-  // Untouched but for its header it costs no memory; a command's peak RSS
-  // starts 2 MiB higher (`inspect` of add.pte 6.1 -> 8.0 MB), its faults
-  // lower (`pack` of the meta spec 270-330 -> 150-176, `inspect` 180-195 -> 140).
-  const bool keep_first = n == 1 && reinterpret_cast<uintptr_t>(blocks[0]) == top + 2 * sizeof(size_t);
-  for (int i = keep_first ? 1 : 0; i < n; ++i) std::free(blocks[i]);  // the reserve stays: no trim below 2 GiB
+  char* const after = static_cast<char*>(::sbrk(0));
+  if (block == nullptr) return;
+  // The block, when it holds only the rest of the 2 MiB range the heap's
+  // memory so far is in (4 KiB pages), is kept, so what the heap gives next
+  // starts on the boundary, in a range of its own. Untouched but for its
+  // header it costs no memory; a command's peak RSS starts 2 MiB higher
+  // (`inspect` of add.pte 6.1 -> 8.0 MB), its faults lower (`pack` of the
+  // meta spec 270-330 -> 150-176, `inspect` 180-195 -> 140). A larger one
+  // (free memory inside the heap) goes back to the top.
+  const bool keep = reinterpret_cast<uintptr_t>(block) == top + 2 * sizeof(size_t) && boundary - top <= kHugePage;
+  if (!keep) std::free(block);  // the reserve stays: no trim below 2 GiB
   if (g_heap_from == 0 || top < g_heap_from) g_heap_from = top;
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t from = g_heap_from & ~(page - 1);
