@@ -77,6 +77,37 @@ TEST(FbTreeLazy, EncodesTheBytesOfTheWholeTreeAndKeepsNothing) {
   }
 }
 
+// lazy_def() names, undecoded, the object every lazy value decodes to: the
+// EValues and each one's val (a Tensor, an Int, a List, ... as its union tag
+// says), on every fixture, against the whole tree's tables.
+TEST(FbTreeLazy, LazyDefIsTheDecodedTablesObject) {
+  for (const std::string& name : testing::PteFixtures()) {
+    SCOPED_TRACE(name);
+    const Loaded l = Load(name);
+    if (!l.pte->program()) continue;
+    auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+    auto lazy = Lazy(l);
+    const std::vector<fb::Value>& values = ValuesOf(*lazy);
+    const std::vector<fb::Value>& wvalues = ValuesOf(*whole);
+    ASSERT_EQ(values.size(), wvalues.size());
+    if (values.empty()) continue;
+    size_t vals = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_TRUE(values[i].lazy());
+      EXPECT_EQ(values[i].lazy_def(), wvalues[i].table()->def);
+      const fb::PeekedTable ev = fb::Peek(values[i]);
+      const fb::Value& val = EValue{*ev}.val();
+      const fb::Value& wval = EValue{*wvalues[i].table()}.val();
+      if (!wval.table()) continue;
+      ASSERT_TRUE(val.lazy());
+      EXPECT_EQ(val.lazy_def(), wval.table()->def) << "value " << i;
+      ++vals;
+    }
+    EXPECT_EQ(wvalues[0].lazy_def(), nullptr);  // decoded: no lazy def
+    EXPECT_GT(vals, 0u);
+  }
+}
+
 TEST(FbTreeLazy, EditTableChangesEveryLaterDecodeButNotCopiesMadeBefore) {
   const Loaded l = Load("add.pte");
   auto lazy = Lazy(l);

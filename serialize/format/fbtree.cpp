@@ -809,6 +809,10 @@ std::shared_ptr<Table>& Value::Materialize() {
   return table_;
 }
 
+const reflection::Object* Value::lazy_def() const {
+  return store_ == Store::kLazy ? &lazy_.src->schema->ObjectAt(static_cast<int>(size_)) : nullptr;
+}
+
 PeekedTable::PeekedTable(const Value& v) {
   if (v.store_ == Value::Store::kLazy) {
     held_ = DecodeLazy(v.lazy_.table, v.size_, v.lazy_.src);

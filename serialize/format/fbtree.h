@@ -123,6 +123,9 @@ struct Value {
   }
   // A kTable whose table is still in the flatbuffer (DecodeOnDemand).
   bool lazy() const { return store_ == Store::kLazy; }
+  // The object a lazy() table decodes to (its Table::def), without decoding
+  // it; null for any other payload.
+  const reflection::Object* lazy_def() const;
   // The table slot itself, to replace or own (fb::Own) the table. Like
   // mutable_elems, throws Error("internal") on a value holding another payload.
   std::shared_ptr<Table>& mutable_table();

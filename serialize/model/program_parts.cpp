@@ -70,6 +70,9 @@ void ForEachTensorCow(fb::Table& program,
       if (!ev) continue;
       const auto& val = EValue{*ev}.val();
       if (val.kind != fb::Value::Kind::kTable) continue;
+      // Any other value still in the flatbuffer (an Int, a List, ...) is
+      // skipped undecoded: a quarter of scalemax's 330,000 values, on every walk.
+      if (val.lazy() && val.lazy_def() != tensor_def) continue;
       const fb::PeekedTable tensor = fb::Peek(val);
       if (!tensor || tensor->def != tensor_def) continue;
       at = {pi, i, false};
