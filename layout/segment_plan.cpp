@@ -7,12 +7,23 @@
 
 namespace ptepack {
 
+namespace {
+SegmentPlan::PieceLists Own(SegmentPlan::Lists data) {
+  SegmentPlan::PieceLists out;
+  for (size_t k = 0; k < data.size(); ++k) out[k] = PieceList(std::move(data[k]));
+  return out;
+}
+}  // namespace
+
 SegmentPlan::SegmentPlan(std::vector<SegmentSlot> segments, Lists data)
+    : SegmentPlan(std::move(segments), Own(std::move(data))) {}
+
+SegmentPlan::SegmentPlan(std::vector<SegmentSlot> segments, PieceLists data)
     : segments_(std::move(segments)), data_(std::move(data)) {
   uint64_t prev_end = 0;
   for (size_t i = 0; i < segments_.size(); ++i) {
     const SegmentSlot& s = segments_[i];
-    const std::vector<Bytes>& list = data_[static_cast<size_t>(s.kind)];
+    const PieceList& list = data_[static_cast<size_t>(s.kind)];
     auto bad = [i](const std::string& what) {
       throw Error("internal-layout", "segment " + std::to_string(i) + ": " + what);
     };

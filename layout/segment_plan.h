@@ -12,6 +12,8 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "layout/file_plan.h"
@@ -19,15 +21,48 @@
 
 namespace ptepack {
 
+// The pieces of one SegmentKind: a list of views, or the view member of each
+// element of a vector of records (a .ptd's entries: their data, without a
+// copy of each view beside them). Holds the vector it reads.
+class PieceList {
+ public:
+  PieceList() = default;
+  explicit PieceList(std::vector<Bytes> v) {
+    auto held = std::make_shared<const std::vector<Bytes>>(std::move(v));
+    count_ = held->size();
+    first_ = reinterpret_cast<const unsigned char*>(held->data());
+    held_ = std::move(held);
+  }
+  // `member` of each element of `v` (taken: the list keeps it).
+  template <typename T>
+  PieceList(std::vector<T> v, Bytes T::*member) {
+    auto held = std::make_shared<const std::vector<T>>(std::move(v));
+    count_ = held->size();
+    stride_ = sizeof(T);
+    first_ = count_ == 0 ? nullptr : reinterpret_cast<const unsigned char*>(&((*held)[0].*member));
+    held_ = std::move(held);
+  }
+  size_t size() const { return count_; }
+  const Bytes& operator[](size_t i) const { return *reinterpret_cast<const Bytes*>(first_ + i * stride_); }
+
+ private:
+  std::shared_ptr<const void> held_;
+  const unsigned char* first_ = nullptr;
+  size_t stride_ = sizeof(Bytes);
+  size_t count_ = 0;
+};
+
 class SegmentPlan {
  public:
   // The data of each SegmentKind's pieces (SegmentSlot::items index these).
   using Lists = std::array<std::vector<Bytes>, kSegmentKinds>;
+  using PieceLists = std::array<PieceList, kSegmentKinds>;
 
   SegmentPlan() = default;
   // Throws Error("internal-layout") when a piece is not in its list, runs
   // past its segment's end, or overlaps the piece before it, or when a
   // segment starts before the previous one ends.
+  SegmentPlan(std::vector<SegmentSlot> segments, PieceLists data);
   SegmentPlan(std::vector<SegmentSlot> segments, Lists data);
 
   const std::vector<SegmentSlot>& segments() const { return segments_; }
@@ -40,7 +75,7 @@ class SegmentPlan {
   // its bytes. Stops when fn returns false; returns whether it did not.
   template <typename Fn>
   bool ForEachPiece(const SegmentSlot& s, Fn&& fn) const {
-    const std::vector<Bytes>& list = data_[static_cast<size_t>(s.kind)];
+    const PieceList& list = data_[static_cast<size_t>(s.kind)];
     uint64_t at = 0;
     for (size_t j = 0; j < s.items.size(); ++j) {
       const Bytes& b = list[s.items[j]];
@@ -52,7 +87,7 @@ class SegmentPlan {
 
  private:
   std::vector<SegmentSlot> segments_;
-  Lists data_;
+  PieceLists data_;
 };
 
 }  // namespace ptepack

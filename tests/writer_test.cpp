@@ -503,5 +503,28 @@ TEST(Writer, BuildTwiceAfterALayoutRewroteTensors) {
   }
 }
 
+// A key twice in one .ptd is refused before anything is laid out; with
+// several repeated, the one repeated first in entry order is named ("a" at
+// entry 3, before "b" at entry 4). Taking the entries (&&) or not, the same.
+TEST(Writer, PtdLayoutNamesTheFirstRepeatedKey) {
+  static const uint8_t bytes[4] = {1, 2, 3, 4};
+  ExternalFile ef;
+  ef.tag = "w";
+  for (const char* k : {"b", "a", "c", "a", "b"}) ef.entries.push_back(NamedBlob{k, Bytes::View(bytes, 4), 1, nullptr});
+  auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.finding().code + ": " + e.finding().message;
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { LayoutPtd(ef, 128); }), "duplicate-key: key \"a\" twice in w.ptd");
+  EXPECT_EQ(message([&] { LayoutPtd(ExternalFile(ef), 128); }), "duplicate-key: key \"a\" twice in w.ptd");
+  ef.entries.pop_back();
+  ef.entries.erase(ef.entries.begin() + 3);
+  EXPECT_EQ(message([&] { LayoutPtd(ef, 128); }), "no error");
+}
+
 }  // namespace
 }  // namespace ptepack

@@ -4,8 +4,6 @@
 #include <cstring>
 #include <functional>
 #include <set>
-#include <string_view>
-#include <unordered_set>
 #include <utility>
 
 #include "flat_tensor_legacy_views_generated.h"
@@ -531,32 +529,56 @@ fb::Encoded EncodeFlatTensor(const ExternalFile& file, const PtdSegmentsPlan& pl
 
 }  // namespace
 
-PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
-  if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
-  const size_t n = file.entries.size();
-  SegmentPlan::Lists lists;
-  std::vector<Bytes>& data = lists[static_cast<size_t>(SegmentKind::kNamedData)];
-  std::vector<uint64_t> alignments;
-  data.reserve(n);
-  alignments.reserve(n);
-  {
-    std::unordered_set<std::string_view> keys;
-    keys.reserve(n);
-    for (const auto& e : file.entries) {
-      if (!keys.insert(e.key).second) {
-        throw Error("duplicate-key", "key \"" + e.key + "\" twice in " + file.tag + ".ptd");
-      }
-      data.push_back(e.data);
-      alignments.push_back(e.alignment);
-    }
+namespace {
+
+// No key twice in one .ptd: the first key, in entry order, that an earlier
+// entry has is reported. The entries' indices sorted by key (4 bytes an
+// entry; a hash set of the keys held 17 MB for 300,000).
+void CheckUniqueKeys(const ExternalFile& file) {
+  const auto& entries = file.entries;
+  if (entries.size() > UINT32_MAX) throw Error("limit-exceeded", "too many entries in " + file.tag + ".ptd");
+  std::vector<uint32_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&entries](uint32_t a, uint32_t b) { return entries[a].key < entries[b].key; });
+  std::optional<uint32_t> first;  // the earliest second use of a key
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (entries[order[i]].key == entries[order[i - 1]].key && (!first || order[i] < *first)) first = order[i];
   }
-  PtdSegmentsPlan plan = PlanPtdSegments(Specs(data, alignments), segment_alignment);
-  std::vector<uint64_t>().swap(alignments);
+  if (first) throw Error("duplicate-key", "key \"" + entries[*first].key + "\" twice in " + file.tag + ".ptd");
+}
+
+}  // namespace
+
+PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
+  ExternalFile copy = file;
+  return LayoutPtd(std::move(copy), segment_alignment);
+}
+
+// The entries are taken only once the FlatTensor is encoded: the segments'
+// pieces are then their data members, read where they are.
+PtdLayout LayoutPtd(ExternalFile&& file, uint64_t segment_alignment) {
+  if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
+  CheckUniqueKeys(file);
+  PtdSegmentsPlan plan;
+  {
+    std::vector<BlobSpec> specs;
+    specs.reserve(file.entries.size());
+    DedupIndex dedup([&file](size_t i) { return file.entries[i].data; });
+    for (size_t i = 0; i < file.entries.size(); ++i) {
+      const NamedBlob& e = file.entries[i];
+      specs.push_back(BlobSpec{e.data.size, e.alignment, dedup.FindOrAdd(e.data, i).value_or(i)});
+    }
+    plan = PlanPtdSegments(specs, segment_alignment);
+  }
   fb::Encoded enc = EncodeFlatTensor(file, plan);
   const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, 1, enc.data.size(),
                                     plan.data_size, segment_alignment);
   CheckFormatLimits(h.padded_header + enc.data.size(), plan.segments.size());
   PtdLayout out;
+  SegmentPlan::PieceLists lists;
+  lists[static_cast<size_t>(SegmentKind::kNamedData)] = PieceList(std::move(file.entries), &NamedBlob::data);
+  file.entries = {};
   out.segments = SegmentPlan(std::move(plan.segments), std::move(lists));
   out.head = PtdHead(std::move(enc.data), h);
   out.segment_base_offset = h.segment_base_offset;
@@ -716,13 +738,29 @@ std::vector<uint8_t> RenderPtd(const PtdLayout& l) {
 
 namespace {
 
+// The program is encoded: of the input files, the .ptd files need only their
+// data, hashed and streamed later from the file. The pages read to decode the
+// program go back (they are clean pages of a read-only mapping: a later read
+// maps them again from the page cache). A split of 300,000 constants had its
+// whole 22 MB input resident beside the .ptd's layout.
+void DropInputPages(const std::vector<ExternalFile>& files) {
+  std::set<const MappedFile*> inputs;
+  for (const auto& ef : files) {
+    for (const auto& e : ef.entries) {
+      if (const MappedFile* m = MappingOf(e.data)) inputs.insert(m);
+    }
+  }
+  for (const MappedFile* m : inputs) m->DropPages(m->data(), m->size());
+}
+
 // Each .ptd's entries (keys, tensor layouts) are freed once it is laid out:
 // its PtdLayout holds what writing it needs. Every .ptd is laid out before
 // anything is written, so layout errors leave no files.
 PackageLayout LayoutFiles(PteLayout&& pte) {
   PackageLayout l{std::move(pte), {}};
+  DropInputPages(l.pte.external);
   for (auto& ef : l.pte.external) {
-    l.ptds.push_back(LayoutPtd(ef, l.pte.ptd_segment_alignment));
+    l.ptds.push_back(LayoutPtd(std::move(ef), l.pte.ptd_segment_alignment));  // takes the entries; the tag stays
     std::vector<NamedBlob>().swap(ef.entries);
   }
   if (!l.ptds.empty()) ReturnFreePages();

@@ -61,6 +61,9 @@ PteLayout LayoutPte(PackageParts&& pkg, const BackendConfig& config);
 // pieces (`segments` is empty): what config inference compares with a file.
 PteLayout LayoutPteHead(const PackageParts& pkg, const BackendConfig& config);
 PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment);
+// The same, taking `file`'s entries (the layout's segments read their data
+// where they are); its tag and other fields stay.
+PtdLayout LayoutPtd(ExternalFile&& file, uint64_t segment_alignment);
 
 // A package's files laid out, nothing written: the .pte and one PtdLayout
 // per pte.external entry (whose entries are freed once laid out; the tag
