@@ -4,9 +4,12 @@
 // real ExecuTorch files, and keep only what it says it keeps.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "ptepack/error.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/model/program_parts.h"
 #include "serialize/read/pte_reader.h"
@@ -106,6 +109,68 @@ TEST(FbTreeLazy, LazyDefIsTheDecodedTablesObject) {
     EXPECT_EQ(wvalues[0].lazy_def(), nullptr);  // decoded: no lazy def
     EXPECT_GT(vals, 0u);
   }
+}
+
+// A TableEdits that adds `add` to a tensor value's data_buffer_idx, once a
+// decode, for the EValue tables it was given the place of.
+class AddToIndex final : public fb::TableEdits {
+ public:
+  void Give(const uint8_t* at, uint32_t add) { adds_.emplace_back(at, add); }
+  void Apply(const uint8_t* at, fb::Table& ev) const override {
+    for (const auto& [where, add] : adds_) {
+      if (where != at) continue;
+      Tensor t{fb::Own(EValue{ev}.val().mutable_table())};
+      t.set_data_buffer_idx(t.get_data_buffer_idx() + add);
+    }
+  }
+
+ private:
+  std::vector<std::pair<const uint8_t*, uint32_t>> adds_;
+};
+
+// EditTableWith: the changes of many values in one TableEdits, asked at every
+// later decode, after the changes a value had (EditTable's, in order) and
+// before later ones; once a decode however often a value is given to it;
+// copies made before keep their table; the encoded bytes are the whole tree's
+// with the same changes made directly.
+TEST(FbTreeLazy, EditTableWithKeepsAWalksChangesInOnePlace) {
+  const Loaded l = Load("add.pte");
+  auto lazy = Lazy(l);
+  auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+  fb::Table& plan = fb::Own(Program{*lazy}.execution_plan().mutable_elems().at(0).mutable_table());
+  auto& values = ExecutionPlan{plan}.values().mutable_elems();
+  const size_t i = FirstTensor(values);
+  auto idx_of = [](const fb::Value& v) { return Tensor{*fb::Peek(EValue{*fb::Peek(v)}.val())}.get_data_buffer_idx(); };
+  const uint32_t was = idx_of(values[i]);
+  const fb::Value before = values[i];
+
+  auto set_idx = [](uint32_t idx) {
+    return [idx](fb::Table& ev) { Tensor{fb::Own(EValue{ev}.val().mutable_table())}.set_data_buffer_idx(idx); };
+  };
+  fb::EditTable(values[i], set_idx(40));  // first: 40
+  auto edits = std::make_shared<AddToIndex>();
+  const uint8_t* at = fb::EditTableWith(values[i], edits);
+  edits->Give(at, 2);                                  // then + 2
+  EXPECT_EQ(fb::EditTableWith(values[i], edits), at);  // again: still once a decode
+  EXPECT_TRUE(values[i].lazy());
+  EXPECT_EQ(idx_of(values[i]), 42u);
+  fb::EditTable(values[i], [](fb::Table& ev) {  // last: * 10
+    Tensor t{fb::Own(EValue{ev}.val().mutable_table())};
+    t.set_data_buffer_idx(t.get_data_buffer_idx() * 10);
+  });
+  EXPECT_EQ(idx_of(values[i]), 420u);
+  EXPECT_EQ(idx_of(before), was);
+
+  // The same result made directly on the whole tree encodes to the same bytes.
+  fb::Table& wplan = fb::Own(Program{*whole}.execution_plan().mutable_elems().at(0).mutable_table());
+  auto& wvalues = ExecutionPlan{wplan}.values().mutable_elems();
+  fb::EditTable(wvalues[i], set_idx(420));
+  EXPECT_EQ(EncodeTree(*lazy).data, EncodeTree(*whole).data);
+
+  // A decoded value is changed directly, not through TableEdits.
+  fb::Value decoded = values[i];
+  ASSERT_TRUE(decoded.table());
+  EXPECT_THROW(fb::EditTableWith(decoded, edits), Error);
 }
 
 TEST(FbTreeLazy, EditTableChangesEveryLaterDecodeButNotCopiesMadeBefore) {

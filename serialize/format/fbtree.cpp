@@ -552,14 +552,17 @@ void Measure(const Table& t, TreeSize& s) {
 }  // namespace
 
 // What a lazily decoded table reads: the flatbuffer's owner (the views of
-// the tables decoded from it hold it too) and its schema; for a table
-// EditTable changed, the changes, and the source its child tables read
-// (`base`, without them).
+// the tables decoded from it hold it too) and its schema; for a table that
+// was changed, the source its child tables read (`base`, without changes)
+// and the changes: those of the source it had before (`before`), then
+// EditTable's functions, then a walk's TableEdits.
 struct LazySource {
   std::shared_ptr<const void> owner;
   const Schema* schema;
   std::shared_ptr<const LazySource> base;
+  std::shared_ptr<const LazySource> before;
   std::vector<std::function<void(Table&)>> edits;
+  std::shared_ptr<const TableEdits> keyed;
 };
 
 // Decodes tables: whole, or (with a LazySource) one table at a time, its
@@ -792,11 +795,18 @@ void Value::SetLazy(const uint8_t* table, uint32_t object_index, const std::shar
 }
 
 namespace {
+// The changes `s` keeps for the table at `at`, oldest first.
+void ApplyChanges(const LazySource& s, const uint8_t* at, Table& t) {
+  if (s.before) ApplyChanges(*s.before, at, t);
+  for (const auto& edit : s.edits) edit(t);
+  if (s.keyed) s.keyed->Apply(at, t);
+}
+
 std::shared_ptr<Table> DecodeLazy(const uint8_t* table, uint32_t object_index,
                                   const std::shared_ptr<const LazySource>& src) {
   const reflection::Object& obj = src->schema->ObjectAt(static_cast<int>(object_index));
   auto t = Decoder(src->base ? src->base : src).DecodeTable(obj, reinterpret_cast<const flatbuffers::Table*>(table));
-  for (const auto& edit : src->edits) edit(*t);
+  if (src->base) ApplyChanges(*src, table, *t);
   return t;
 }
 }  // namespace
@@ -831,9 +841,30 @@ void EditTable(Value& v, std::function<void(Table&)> fn) {
   auto edited = std::make_shared<LazySource>();
   edited->schema = src->schema;
   edited->base = src->base ? src->base : src;
-  edited->edits = src->edits;  // shared with copies of `v`: copied, not changed
+  if (src->base) edited->before = src;  // shared with copies of `v`: not changed
   edited->edits.push_back(std::move(fn));
   v.lazy_.src = std::move(edited);
+}
+
+TableEdits::~TableEdits() = default;
+
+const uint8_t* EditTableWith(Value& v, const std::shared_ptr<const TableEdits>& edits) {
+  if (v.store_ != Value::Store::kLazy) throw Error("internal", "EditTableWith: the value is not a lazy table");
+  std::shared_ptr<const LazySource>& src = v.lazy_.src;
+  if (src->keyed == edits) return v.lazy_.table;  // already: its changes are asked for once a decode
+  std::weak_ptr<const LazySource>& made = edits->sources_[src.get()];
+  std::shared_ptr<const LazySource> shared = made.lock();
+  if (!shared) {
+    auto edited = std::make_shared<LazySource>();
+    edited->schema = src->schema;
+    edited->base = src->base ? src->base : src;
+    if (src->base) edited->before = src;
+    edited->keyed = edits;
+    made = edited;
+    shared = std::move(edited);
+  }
+  src = std::move(shared);
+  return v.lazy_.table;
 }
 
 std::shared_ptr<Table>& Value::mutable_table() {

@@ -1,6 +1,9 @@
 #include "serialize/model/program_parts.h"
 
 #include <algorithm>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <utility>
 
 #include "flat_tensor_views_generated.h"
@@ -34,6 +37,60 @@ void ForEachTensor(fb::Table& program,
   }
 }
 
+namespace {
+
+// ForEachTensorCow's changes to EValues still in the flatbuffer, by where
+// each EValue table is, made to its val (the Tensor) when it is decoded.
+// Kept in a deque (no copies as it grows) in the walk's order, which is the
+// flatbuffer's order, or its reverse, for the files producers write:
+// searched by halves then, and sorted once at the end otherwise.
+class TensorEdits final : public fb::TableEdits {
+ public:
+  void Add(const uint8_t* at, std::function<void(fb::Table&)> change) {
+    if (!changes_.empty()) {
+      rising_ = rising_ && changes_.back().at <= at;
+      falling_ = falling_ && changes_.back().at >= at;
+    }
+    changes_.push_back(Change{at, std::move(change)});
+  }
+  // The walk is over: the changes are searched by halves from here on.
+  void Seal() {
+    if (rising_ || falling_) return;
+    std::stable_sort(changes_.begin(), changes_.end(), [](const Change& a, const Change& b) { return a.at < b.at; });
+    rising_ = true;
+  }
+  void Apply(const uint8_t* at, fb::Table& evalue) const override {
+    auto [from, to] = Range(at);
+    for (auto it = from; it != to; ++it) it->change(fb::Own(EValue{evalue}.val().mutable_table()));
+  }
+
+ private:
+  struct Change {
+    const uint8_t* at;
+    std::function<void(fb::Table&)> change;
+  };
+  using It = std::deque<Change>::const_iterator;
+  std::pair<It, It> Range(const uint8_t* at) const {
+    if (rising_) {
+      return std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr},
+                              [](const Change& a, const Change& b) { return a.at < b.at; });
+    }
+    if (falling_) {
+      return std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr},
+                              [](const Change& a, const Change& b) { return a.at > b.at; });
+    }
+    // While the walk runs (a value read again before Seal): each one.
+    auto first = std::find_if(changes_.begin(), changes_.end(), [at](const Change& c) { return c.at == at; });
+    auto last = first;
+    while (last != changes_.end() && last->at == at) ++last;
+    return {first, last};
+  }
+  std::deque<Change> changes_;
+  bool rising_ = true, falling_ = true;
+};
+
+}  // namespace
+
 void ForEachTensorCow(fb::Table& program,
                       const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
                                                const EditTensorFn& edit)>& fn) {
@@ -47,13 +104,22 @@ void ForEachTensorCow(fb::Table& program,
     size_t plan = 0, value = 0;
     bool owned = false;
   } at;
-  EditTensorFn edit = [&plans, &at](std::function<void(fb::Table&)> change) {
+  // The changes to values still in the flatbuffer: one TableEdits for the
+  // walk, sealed when it ends (also by an exception).
+  std::shared_ptr<TensorEdits> kept;
+  struct SealAtEnd {
+    std::shared_ptr<TensorEdits>& kept;
+    ~SealAtEnd() {
+      if (kept) kept->Seal();
+    }
+  } seal{kept};
+  EditTensorFn edit = [&plans, &at, &kept](std::function<void(fb::Table&)> change) {
     at.owned = true;
     fb::Table& pl = fb::Own(plans[at.plan].mutable_table());
     fb::Value& ev = ExecutionPlan{pl}.values().mutable_elems()[at.value];
     if (ev.lazy()) {  // the change is made wherever the value is decoded
-      fb::EditTable(ev,
-                    [change = std::move(change)](fb::Table& t) { change(fb::Own(EValue{t}.val().mutable_table())); });
+      if (!kept) kept = std::make_shared<TensorEdits>();
+      kept->Add(fb::EditTableWith(ev, kept), std::move(change));
     } else {
       fb::EditTable(EValue{fb::Own(ev.mutable_table())}.val(), std::move(change));
     }

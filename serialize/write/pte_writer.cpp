@@ -366,6 +366,7 @@ PteLayout LayoutOwnedPte(PackageParts&& in, const BackendConfig& cfg, bool segme
   PackageParts pkg = std::move(in);
   fb::Own(pkg.program);
   const bool external = cfg.external_constants || cfg.external_constants_fn || cfg.external_mutable_weights;
+  if (external) ReturnFreePages();
   ApplyPlacement(pkg, cfg);
   if (external) ReturnFreePages();
   const LayoutSettings s = LayoutSettingsOf(cfg);
