@@ -119,7 +119,7 @@ Range ConstantSegmentRange(const PteFile& pte, const PackageParts& pkg) {
 Range InlineVectorRange(const FbObjects& objs, const std::string& field, bool* shown) {
   Range r;
   for (const auto& v : objs.vectors) {
-    if (v.field != field || v.count == 0) continue;
+    if (objs.FieldOf(v) != field || v.count == 0) continue;
     *shown = true;
     const uint64_t len = v.data_end() - v.data_start();
     const uint64_t above = objs.NextStart(v.data_end());
@@ -315,8 +315,8 @@ void InferProducer(const PteFile& pte, const FbObjects& objs, InferredConfig& ou
   bool legacy = false, current = false;
   for (const auto& v : objs.vectors) {
     uint64_t a = std::max<uint64_t>(4, v.elem_size);
-    if (v.field == "Buffer.storage") a = std::max(a, out.config.tensor_alignment());
-    if (v.field == "BackendDelegateInlineData.data") a = std::max(a, out.config.delegate_data_alignment());
+    if (objs.FieldOf(v) == "Buffer.storage") a = std::max(a, out.config.tensor_alignment());
+    if (objs.FieldOf(v) == "BackendDelegateInlineData.data") a = std::max(a, out.config.delegate_data_alignment());
     if (v.count != 0 || a <= 4) continue;
     if (objs.NextStart(v.data_start()) - v.data_start() >= 4) legacy = true;
     if (v.data_start() % a != 0) current = true;

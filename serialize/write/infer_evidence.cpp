@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "ptepack/error.h"
 
 namespace ptepack {
 namespace {
@@ -27,9 +31,9 @@ class Walker {
 
   void Table(const reflection::Object& obj, uint64_t t) {
     if (Seen(seen_, t)) return;
-    out_.starts.push_back(t);
+    Start(t);
     uint64_t vt = static_cast<uint64_t>(static_cast<int64_t>(t) - Read<int32_t>(buf_, t));
-    if (!Seen(vtables_, vt)) out_.starts.push_back(vt);  // tables share vtables
+    if (!Seen(vtables_, vt)) Start(vt);  // tables share vtables
     uint16_t vtsize = Read<uint16_t>(buf_, vt);
     const auto& fields = s_.FieldsById(obj);
     for (size_t id = 0; id < fields.size(); ++id) {
@@ -40,7 +44,7 @@ class Walker {
       uint64_t pos = t + fo;
       auto bt = f->type()->base_type();
       if (bt == reflection::String) {
-        out_.starts.push_back(Target(pos));
+        Start(Target(pos));
       } else if (bt == reflection::Obj) {
         Table(s_.ObjectAt(f->type()->index()), Target(pos));
       } else if (bt == reflection::Union) {
@@ -68,24 +72,30 @@ class Walker {
     return seen;
   }
 
-  std::string_view NameOf(const reflection::Object& obj, const reflection::Field& f) {
-    auto it = out_.names.find(&f);
-    if (it == out_.names.end()) it = out_.names.emplace(&f, ShortName(obj) + "." + f.name()->str()).first;
+  uint16_t NameOf(const reflection::Object& obj, const reflection::Field& f) {
+    auto it = name_index_.find(&f);
+    if (it == name_index_.end()) {
+      if (out_.names.size() > UINT16_MAX) throw Error("limit-exceeded", "more scalar vector fields than a schema has");
+      out_.names.push_back(ShortName(obj) + "." + f.name()->str());
+      it = name_index_.emplace(&f, static_cast<uint16_t>(out_.names.size() - 1)).first;
+    }
     return it->second;
   }
+  void Start(uint64_t pos) { out_.starts.push_back(static_cast<uint32_t>(pos)); }
 
   void Vector(const reflection::Object& obj, const reflection::Field& f, uint64_t v) {
-    out_.starts.push_back(v);
+    Start(v);
     uint32_t count = Read<uint32_t>(buf_, v);
     auto et = f.type()->element();
     if (et != reflection::String && et != reflection::Obj) {
-      out_.vectors.push_back({v, count, static_cast<uint32_t>(fb::ScalarSize(et)), NameOf(obj, f)});
+      out_.vectors.push_back(
+          {static_cast<uint32_t>(v), count, NameOf(obj, f), static_cast<uint8_t>(fb::ScalarSize(et))});
       return;
     }
     for (uint32_t i = 0; i < count; ++i) {
       uint64_t target = Target(v + 4 + 4ull * i);
       if (et == reflection::String) {
-        out_.starts.push_back(target);
+        Start(target);
       } else {
         Table(s_.ObjectAt(f.type()->index()), target);
       }
@@ -98,18 +108,21 @@ class Walker {
   // A bit per byte of the buffer: the tables walked, and the vtables noted.
   // A std::set of the tables' offsets was 43 MB for 900,000 tables.
   std::vector<uint64_t> seen_, vtables_;
+  std::unordered_map<const reflection::Field*, uint16_t> name_index_;
 };
 
 }  // namespace
 
 uint64_t FbObjects::NextStart(uint64_t pos) const {
-  auto it = std::lower_bound(starts.begin(), starts.end(), pos);
+  if (pos > UINT32_MAX) return end;
+  auto it = std::lower_bound(starts.begin(), starts.end(), static_cast<uint32_t>(pos));
   return it == starts.end() ? end : *it;
 }
 
 FbObjects WalkFlatbuffer(const fb::Schema& schema, const uint8_t* buf, uint64_t size) {
   FbObjects out;
   out.end = size;
+  if (size > UINT32_MAX) throw Error("limit-exceeded", "flatbuffer of " + std::to_string(size) + " bytes: 4 GiB or more");
   if (size >= 8) Walker(schema, buf, size, out).Table(schema.Root(), Read<uint32_t>(buf, 0));
   std::sort(out.starts.begin(), out.starts.end());
   out.starts.erase(std::unique(out.starts.begin(), out.starts.end()), out.starts.end());
