@@ -174,30 +174,6 @@ struct Value {
   friend class PeekedTable;
   friend void EditTable(Value& v, std::function<void(Table&)> fn);
   friend const uint8_t* EditTableWith(Value& v, const std::shared_ptr<const TableEdits>& edits);
-
-  // Changes kept for many tables still in one flatbuffer, each found by where
-  // its table is: one object, and one source the values share, for all the
-  // changes of a walk, instead of a source and a function for each table
-  // (EditTable: about 190 bytes a table, 58 MB of a split of 300,000
-  // constants).
-  class TableEdits {
-   public:
-    virtual ~TableEdits();
-    // Changes `t`, just decoded from the flatbuffer's table at `at`. Asked at
-    // every decode from then on: must give the same result each time.
-    virtual void Apply(const uint8_t* at, Table& t) const = 0;
-
-   private:
-    friend const uint8_t* EditTableWith(Value& v, const std::shared_ptr<const TableEdits>& edits);
-    // The sources made for `edits`, by the source the values had before.
-    mutable std::unordered_map<const LazySource*, std::weak_ptr<const LazySource>> sources_;
-  };
-
-  // Makes the lazy `v` decode through `edits` from here on, after the changes
-  // it has; returns where its table is, the place `edits` is asked about.
-  // Copies of `v` made before are not changed. Throws Error("internal") when
-  // `v` is not lazy() (change a decoded table directly).
-  const uint8_t* EditTableWith(Value& v, const std::shared_ptr<const TableEdits>& edits);
   friend Value GeneratedVector(size_t count, reflection::BaseType elem_type, std::function<Value(size_t)> make);
   friend Value GeneratedElement(const Value& v, size_t i);
   friend size_t ElementCount(const Value& v);
