@@ -60,8 +60,20 @@ class TensorEdits final : public fb::TableEdits {
     rising_ = true;
   }
   void Apply(const uint8_t* at, fb::Table& evalue) const override {
-    auto [from, to] = Range(at);
-    for (auto it = from; it != to; ++it) it->change(fb::Own(EValue{evalue}.val().mutable_table()));
+    auto change = [&evalue](const Change& c) { c.change(fb::Own(EValue{evalue}.val().mutable_table())); };
+    auto by = [](auto less) { return [less](const Change& a, const Change& b) { return less(a.at, b.at); }; };
+    std::pair<It, It> range;
+    if (rising_) {
+      range = std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr}, by(std::less<>()));
+    } else if (falling_) {
+      range = std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr}, by(std::greater<>()));
+    } else {  // while the walk runs (a value read again before Seal): each one
+      for (const Change& c : changes_) {
+        if (c.at == at) change(c);
+      }
+      return;
+    }
+    for (auto it = range.first; it != range.second; ++it) change(*it);
   }
 
  private:
@@ -70,21 +82,6 @@ class TensorEdits final : public fb::TableEdits {
     std::function<void(fb::Table&)> change;
   };
   using It = std::deque<Change>::const_iterator;
-  std::pair<It, It> Range(const uint8_t* at) const {
-    if (rising_) {
-      return std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr},
-                              [](const Change& a, const Change& b) { return a.at < b.at; });
-    }
-    if (falling_) {
-      return std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr},
-                              [](const Change& a, const Change& b) { return a.at > b.at; });
-    }
-    // While the walk runs (a value read again before Seal): each one.
-    auto first = std::find_if(changes_.begin(), changes_.end(), [at](const Change& c) { return c.at == at; });
-    auto last = first;
-    while (last != changes_.end() && last->at == at) ++last;
-    return {first, last};
-  }
   std::deque<Change> changes_;
   bool rising_ = true, falling_ = true;
 };
