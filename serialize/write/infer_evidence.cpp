@@ -122,7 +122,8 @@ uint64_t FbObjects::NextStart(uint64_t pos) const {
 FbObjects WalkFlatbuffer(const fb::Schema& schema, const uint8_t* buf, uint64_t size) {
   FbObjects out;
   out.end = size;
-  if (size > UINT32_MAX) throw Error("limit-exceeded", "flatbuffer of " + std::to_string(size) + " bytes: 4 GiB or more");
+  if (size > UINT32_MAX)
+    throw Error("limit-exceeded", "flatbuffer of " + std::to_string(size) + " bytes: 4 GiB or more");
   if (size >= 8) Walker(schema, buf, size, out).Table(schema.Root(), Read<uint32_t>(buf, 0));
   std::sort(out.starts.begin(), out.starts.end());
   out.starts.erase(std::unique(out.starts.begin(), out.starts.end()), out.starts.end());
