@@ -418,7 +418,10 @@ class TableEdits {
 
  private:
   friend const uint8_t* EditTableWith(Value& v, const std::shared_ptr<const TableEdits>& edits);
-  // The sources made for `edits`, by the source the values had before.
+  // The sources made for `edits`, by the source the values had before. A
+  // source made here holds the one it was made from (`base` or `before`), so
+  // that address is not reused while the entry's weak_ptr can still lock;
+  // once it cannot, a new source is made.
   mutable std::unordered_map<const LazySource*, std::weak_ptr<const LazySource>> sources_;
 };
 
