@@ -141,18 +141,29 @@ std::vector<uint64_t> Sizes(const std::vector<Bytes>& items) {
 }
 
 // Sizes, alignments and the dedup decision (the first earlier blob of equal
-// bytes) of `items`; `skip`ped items (empty delegate payloads) are not
-// compared.
-std::vector<BlobSpec> Specs(const std::vector<Bytes>& items, const std::vector<uint64_t>& alignments,
+// bytes) of `n` items: bytes_of(i) and alignment_of(i) give item i;
+// `skip`ped items (empty delegate payloads) are not compared.
+template <typename BytesOf, typename AlignmentOf>
+std::vector<BlobSpec> Specs(size_t n, const BytesOf& bytes_of, const AlignmentOf& alignment_of,
                             bool skip_empty = false) {
   std::vector<BlobSpec> specs;
-  DedupIndex dedup([&items](size_t i) { return items[i]; });
-  for (size_t i = 0; i < items.size(); ++i) {
+  specs.reserve(n);
+  DedupIndex dedup([&bytes_of](size_t i) { return Bytes(bytes_of(i)); });
+  for (size_t i = 0; i < n; ++i) {
+    const Bytes& b = bytes_of(i);
     size_t content = i;
-    if (!(skip_empty && items[i].size == 0)) content = dedup.FindOrAdd(items[i], i).value_or(i);
-    specs.push_back(BlobSpec{items[i].size, alignments.empty() ? 1 : alignments[i], content});
+    if (!(skip_empty && b.size == 0)) content = dedup.FindOrAdd(b, i).value_or(i);
+    specs.push_back(BlobSpec{b.size, alignment_of(i), content});
   }
   return specs;
+}
+
+// The same for a list of views (`alignments` empty: all 1).
+std::vector<BlobSpec> Specs(const std::vector<Bytes>& items, const std::vector<uint64_t>& alignments,
+                            bool skip_empty = false) {
+  return Specs(
+      items.size(), [&items](size_t i) -> const Bytes& { return items[i]; },
+      [&alignments](size_t i) { return alignments.empty() ? uint64_t{1} : alignments[i]; }, skip_empty);
 }
 
 // Calls `fn` on each delegate of each plan, in program order; `own` owns
@@ -561,17 +572,12 @@ PtdLayout LayoutPtd(const ExternalFile& file, uint64_t segment_alignment) {
 PtdLayout LayoutPtd(ExternalFile&& file, uint64_t segment_alignment) {
   if (file.legacy) return LayoutLegacyPtd(file, segment_alignment);
   CheckUniqueKeys(file);
-  PtdSegmentsPlan plan;
-  {
-    std::vector<BlobSpec> specs;
-    specs.reserve(file.entries.size());
-    DedupIndex dedup([&file](size_t i) { return file.entries[i].data; });
-    for (size_t i = 0; i < file.entries.size(); ++i) {
-      const NamedBlob& e = file.entries[i];
-      specs.push_back(BlobSpec{e.data.size, e.alignment, dedup.FindOrAdd(e.data, i).value_or(i)});
-    }
-    plan = PlanPtdSegments(specs, segment_alignment);
-  }
+  const auto& entries = file.entries;
+  PtdSegmentsPlan plan =
+      PlanPtdSegments(Specs(
+                          entries.size(), [&entries](size_t i) -> const Bytes& { return entries[i].data; },
+                          [&entries](size_t i) { return entries[i].alignment; }),
+                      segment_alignment);
   fb::Encoded enc = EncodeFlatTensor(file, plan);
   const PtdHeadPlan h = PlanPtdHead(kFlatTensorHeaderLength, kFlatTensorFlatbufferAlignment, 1, enc.data.size(),
                                     plan.data_size, segment_alignment);
@@ -754,15 +760,15 @@ void DropInputPages(const std::vector<ExternalFile>& files) {
   for (const MappedFile* m : inputs) m->DropPages(m->data(), m->size());
 }
 
-// Each .ptd's entries (keys, tensor layouts) are freed once it is laid out:
-// its PtdLayout holds what writing it needs. Every .ptd is laid out before
-// anything is written, so layout errors leave no files.
+// Each .ptd's entries go to its layout (LayoutPtd(&&)), whose segments read
+// their data and hold them (keys and tensor layouts too) until it is let go.
+// Every .ptd is laid out before anything is written, so layout errors leave
+// no files.
 PackageLayout LayoutFiles(PteLayout&& pte) {
   PackageLayout l{std::move(pte), {}};
   DropInputPages(l.pte.external);
   for (auto& ef : l.pte.external) {
     l.ptds.push_back(LayoutPtd(std::move(ef), l.pte.ptd_segment_alignment));  // takes the entries; the tag stays
-    std::vector<NamedBlob>().swap(ef.entries);
   }
   if (!l.ptds.empty()) ReturnFreePages();
   return l;
