@@ -41,6 +41,11 @@ std::shared_ptr<fb::Table> Lazy(const Loaded& l) {
   return fb::DecodeOnDemand(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
 }
 
+// The same program decoded whole: what every lazy tree is compared with.
+std::shared_ptr<fb::Table> Whole(const Loaded& l) {
+  return fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+}
+
 // The first plan's values (the plan decoded and kept, its values still lazy).
 const std::vector<fb::Value>& ValuesOf(fb::Table& root) {
   const auto& plans = Program{root}.execution_plan().elems();
@@ -61,7 +66,7 @@ TEST(FbTreeLazy, EncodesTheBytesOfTheWholeTreeAndKeepsNothing) {
     SCOPED_TRACE(name);
     const Loaded l = Load(name);
     if (!l.pte->program()) continue;
-    auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+    auto whole = Whole(l);
     auto lazy = Lazy(l);
     const fb::Value& plans = Program{*lazy}.execution_plan();
     ASSERT_FALSE(plans.elems().empty());
@@ -88,7 +93,7 @@ TEST(FbTreeLazy, LazyDefIsTheDecodedTablesObject) {
     SCOPED_TRACE(name);
     const Loaded l = Load(name);
     if (!l.pte->program()) continue;
-    auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+    auto whole = Whole(l);
     auto lazy = Lazy(l);
     const std::vector<fb::Value>& values = ValuesOf(*lazy);
     const std::vector<fb::Value>& wvalues = ValuesOf(*whole);
@@ -136,7 +141,7 @@ class AddToIndex final : public fb::TableEdits {
 TEST(FbTreeLazy, EditTableWithKeepsAWalksChangesInOnePlace) {
   const Loaded l = Load("add.pte");
   auto lazy = Lazy(l);
-  auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+  auto whole = Whole(l);
   fb::Table& plan = fb::Own(Program{*lazy}.execution_plan().mutable_elems().at(0).mutable_table());
   auto& values = ExecutionPlan{plan}.values().mutable_elems();
   const size_t i = FirstTensor(values);
@@ -176,7 +181,7 @@ TEST(FbTreeLazy, EditTableWithKeepsAWalksChangesInOnePlace) {
 TEST(FbTreeLazy, EditTableChangesEveryLaterDecodeButNotCopiesMadeBefore) {
   const Loaded l = Load("add.pte");
   auto lazy = Lazy(l);
-  auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+  auto whole = Whole(l);
   fb::Table& plan = fb::Own(Program{*lazy}.execution_plan().mutable_elems().at(0).mutable_table());
   auto& values = ExecutionPlan{plan}.values().mutable_elems();
   const size_t i = FirstTensor(values);
@@ -210,7 +215,7 @@ TEST(FbTreeLazy, EditTableChangesEveryLaterDecodeButNotCopiesMadeBefore) {
 TEST(FbTreeLazy, ForEachTensorCowKeepsOnlyWhatItChanges) {
   const Loaded l = Load("linear.pte");
   auto lazy = Lazy(l);
-  auto whole = fb::Decode(fb::ProgramSchema(), l.fb.data, l.fb.size, l.fb.owner);
+  auto whole = Whole(l);
   auto renumber = [](fb::Table& program) {
     size_t tensors = 0;
     prog::ForEachTensorCow(program,

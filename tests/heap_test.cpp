@@ -90,6 +90,14 @@ std::string NoHugePages() {
   return mode == "never" || mode.empty() ? "this kernel gives no transparent huge pages (mode \"" + mode + "\")" : "";
 }
 
+// Why the policy's huge pages cannot be watched in this build or on this
+// kernel, or "" where they can: the death tests below skip then.
+std::string NoHugePagePolicy() {
+  if (!kPolicyPlatform) return kNotPolicyPlatform;
+  if (kSanitized) return "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
+  return NoHugePages();
+}
+
 // 16 MiB (below the 32 MiB mapping threshold) touched: 4,096 faults with
 // 4 KiB pages. With 2 MiB ones, one per 2 MiB, but for the 2 MiB ranges at
 // the block's two ends that other memory of the heap (4 KiB pages) shares:
@@ -155,9 +163,7 @@ TEST(HeapDeathTest, DefaultHeapOnRequest) {
 // whole ranges are touched here: the block's two ends share their ranges with
 // other memory of the heap.
 TEST(HeapDeathTest, EveryWholeRangeOfTheReserveIsOneHugePage) {
-  if (!kPolicyPlatform) GTEST_SKIP() << kNotPolicyPlatform;
-  if (kSanitized) GTEST_SKIP() << "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
-  if (const std::string why = NoHugePages(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = NoHugePagePolicy(); !why.empty()) GTEST_SKIP() << why;
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
@@ -202,9 +208,7 @@ long ResidentKb() {
 // remainders glibc gave a header in an empty 2 MiB range of the advised
 // heap: a huge page each, as much memory resident again as was given back.
 TEST(HeapDeathTest, FreedPagesStayGivenBack) {
-  if (!kPolicyPlatform) GTEST_SKIP() << kNotPolicyPlatform;
-  if (kSanitized) GTEST_SKIP() << "sanitizer build: PrepareHeap leaves the sanitizer's allocator alone";
-  if (const std::string why = NoHugePages(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = NoHugePagePolicy(); !why.empty()) GTEST_SKIP() << why;
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
