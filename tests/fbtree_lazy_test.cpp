@@ -4,6 +4,7 @@
 // real ExecuTorch files, and keep only what it says it keeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,6 +60,59 @@ size_t FirstTensor(const std::vector<fb::Value>& values) {
   }
   ADD_FAILURE() << "no tensor value";
   return 0;
+}
+
+// The decoder reads a schema's fields from Schema::DecodeOf and a union's
+// member from UnionMemberIndex, both filled once when the schema loads; here
+// they are checked against FlatBuffers' reflection API asked directly
+// (LookupByKey on the enum's values, the fields' own entries), for every
+// object, field, union and tag of the four schemas the library carries.
+TEST(FbTreeLazy, SchemaDecodeTablesAreTheReflectionTables) {
+  for (const fb::Schema* s :
+       {&fb::ProgramSchema(), &fb::FlatTensorSchema(), &fb::FlatTensorLegacySchema(), &fb::BundledProgramSchema()}) {
+    const auto* objects = s->raw().objects();
+    EXPECT_EQ(&s->ObjectAt(s->RootIndex()), s->raw().root_table());
+    for (uint32_t i = 0; i < objects->size(); ++i) {
+      const reflection::Object* obj = objects->Get(i);
+      SCOPED_TRACE(obj->name()->str());
+      const fb::Schema::ObjectDecode& d = s->DecodeOf(static_cast<int>(i));
+      EXPECT_EQ(d.object, obj);
+      size_t live = 0, max_id = 0;
+      for (const reflection::Field* f : *obj->fields()) {
+        max_id = std::max<size_t>(max_id, f->id());
+        if (f->deprecated()) continue;
+        ++live;
+        auto it = std::find_if(d.fields.begin(), d.fields.end(), [&](const auto& x) { return x.field == f; });
+        ASSERT_NE(it, d.fields.end()) << f->name()->str();
+        EXPECT_EQ(it->id, f->id());
+        EXPECT_EQ(it->offset, f->offset());
+        EXPECT_EQ(it->type, f->type()->base_type());
+        EXPECT_EQ(it->element, f->type()->element());
+        EXPECT_EQ(it->index, f->type()->index());
+        if (f->type()->base_type() == reflection::Union) {
+          const reflection::Field* tag = nullptr;
+          for (const reflection::Field* g : *obj->fields()) {
+            if (g->id() + 1 == f->id()) tag = g;
+          }
+          ASSERT_NE(tag, nullptr);
+          EXPECT_EQ(it->tag_offset, tag->offset());
+        }
+      }
+      EXPECT_EQ(d.fields.size(), live);
+      EXPECT_EQ(d.field_count, obj->fields()->size() ? max_id + 1 : 0);
+      for (size_t k = 1; k < d.fields.size(); ++k) EXPECT_LT(d.fields[k - 1].id, d.fields[k].id);
+    }
+    for (uint32_t e = 0; e < s->raw().enums()->size(); ++e) {
+      const reflection::Enum* en = s->raw().enums()->Get(e);
+      if (!en->is_union()) continue;
+      for (int tag = 0; tag < 256; ++tag) {
+        const reflection::EnumVal* ev = en->values()->LookupByKey(tag);
+        const int want = tag != 0 && ev && ev->union_type() ? ev->union_type()->index() : -1;
+        EXPECT_EQ(s->UnionMemberIndex(static_cast<int>(e), static_cast<uint8_t>(tag)), want)
+            << en->name()->str() << " tag " << tag;
+      }
+    }
+  }
 }
 
 TEST(FbTreeLazy, EncodesTheBytesOfTheWholeTreeAndKeepsNothing) {

@@ -579,41 +579,42 @@ class Decoder {
     if (src_) {
       v.SetLazy(static_cast<const uint8_t*>(table), static_cast<uint32_t>(object_index), src_);
     } else {
-      v.mutable_table() = DecodeTable(s_.ObjectAt(object_index), static_cast<const flatbuffers::Table*>(table));
+      v.mutable_table() = DecodeTable(object_index, static_cast<const flatbuffers::Table*>(table));
     }
   }
 
-  std::shared_ptr<Table> DecodeTable(const reflection::Object& obj, const flatbuffers::Table* ft) {
-    if (obj.is_struct()) Fail("structs are not supported: " + obj.name()->str());
-    const auto& fields = s_.FieldsById(obj);
-    auto t = MakeTable(&obj, fields.size());
-    for (size_t id = 0; id < fields.size(); ++id) {
-      const reflection::Field* f = fields[id];
-      if (f == nullptr || f->deprecated()) continue;
-      if (ft->GetOptionalFieldOffset(f->offset()) == 0) continue;
-      Value& v = t->fields[id];
-      auto bt = f->type()->base_type();
+  std::shared_ptr<Table> DecodeTable(int object_index, const flatbuffers::Table* ft) {
+    const Schema::ObjectDecode& obj = s_.DecodeOf(object_index);
+    if (obj.object->is_struct()) Fail("structs are not supported: " + obj.object->name()->str());
+    auto t = MakeTable(obj.object, obj.field_count);
+    const uint8_t* const table = reinterpret_cast<const uint8_t*>(ft);
+    for (const Schema::FieldDecode& f : obj.fields) {
+      const flatbuffers::voffset_t at = ft->GetOptionalFieldOffset(f.offset);
+      if (at == 0) continue;
+      const uint8_t* const p = table + at;  // the field's scalar, or the offset to its data
+      auto target = [p] { return p + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(p); };
+      Value& v = t->fields[f.id];
+      const auto bt = f.type;
       if (IsScalarType(bt)) {
         v.kind = Value::Kind::kScalar;
         v.type = bt;
-        v.set_bits(ReadBits(ft->GetAddressOf(f->offset()), ScalarSize(bt)));
+        v.set_bits(ReadBits(p, ScalarSize(bt)));
       } else if (bt == reflection::String) {
-        auto* s = ft->GetPointer<const flatbuffers::String*>(f->offset());
+        auto* s = reinterpret_cast<const flatbuffers::String*>(target());
         v.kind = Value::Kind::kString;
         v.set_view(reinterpret_cast<const uint8_t*>(s->c_str()), s->size(), owner_);
       } else if (bt == reflection::Obj) {
-        Child(v, f->type()->index(), ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        Child(v, f.index, target());
       } else if (bt == reflection::Union) {
-        const reflection::Field* tf = id > 0 ? fields[id - 1] : nullptr;
-        uint8_t tag = tf ? ft->GetField<uint8_t>(tf->offset(), 0) : 0;
-        const int member = s_.UnionMemberIndex(f->type()->index(), tag);
+        const uint8_t tag = f.tag_offset ? ft->GetField<uint8_t>(f.tag_offset, 0) : 0;
+        const int member = s_.UnionMemberIndex(f.index, tag);
         if (member < 0) continue;  // unknown tag: keep absent
-        Child(v, member, ft->GetPointer<const flatbuffers::Table*>(f->offset()));
+        Child(v, member, target());
       } else if (bt == reflection::Vector) {
-        const uint8_t* p = ft->GetPointer<const uint8_t*>(f->offset());
-        uint32_t count = flatbuffers::ReadScalar<uint32_t>(p);
-        const uint8_t* data = p + 4;
-        auto et = f->type()->element();
+        const uint8_t* vec = target();
+        uint32_t count = flatbuffers::ReadScalar<uint32_t>(vec);
+        const uint8_t* data = vec + 4;
+        auto et = f.element;
         v.type = et;
         if (IsScalarType(et)) {
           v.kind = Value::Kind::kScalarVector;
@@ -624,21 +625,21 @@ class Decoder {
           elems.resize(count);
           for (uint32_t i = 0; i < count; ++i) {
             const uint8_t* ep = data + 4 * static_cast<size_t>(i);
-            const uint8_t* target = ep + flatbuffers::ReadScalar<uint32_t>(ep);
+            const uint8_t* elem = ep + flatbuffers::ReadScalar<uint32_t>(ep);
             Value& e = elems[i];
             if (et == reflection::String) {
-              auto* s = reinterpret_cast<const flatbuffers::String*>(target);
+              auto* s = reinterpret_cast<const flatbuffers::String*>(elem);
               e.kind = Value::Kind::kString;
               e.set_view(reinterpret_cast<const uint8_t*>(s->c_str()), s->size(), owner_);
             } else if (et == reflection::Obj) {
-              Child(e, f->type()->index(), target);
+              Child(e, f.index, elem);
             } else {
-              Fail("unsupported vector element type in " + f->name()->str());
+              Fail("unsupported vector element type in " + f.field->name()->str());
             }
           }
         }
       } else {
-        Fail("unsupported field type in " + f->name()->str());
+        Fail("unsupported field type in " + f.field->name()->str());
       }
     }
     return t;
@@ -804,8 +805,8 @@ void ApplyChanges(const LazySource& s, const uint8_t* at, Table& t) {
 
 std::shared_ptr<Table> DecodeLazy(const uint8_t* table, uint32_t object_index,
                                   const std::shared_ptr<const LazySource>& src) {
-  const reflection::Object& obj = src->schema->ObjectAt(static_cast<int>(object_index));
-  auto t = Decoder(src->base ? src->base : src).DecodeTable(obj, reinterpret_cast<const flatbuffers::Table*>(table));
+  auto t = Decoder(src->base ? src->base : src)
+               .DecodeTable(static_cast<int>(object_index), reinterpret_cast<const flatbuffers::Table*>(table));
   if (src->base) ApplyChanges(*src, table, *t);
   return t;
 }
@@ -1224,6 +1225,41 @@ Schema::Schema(const uint8_t* bfbs, size_t size) {
   flatbuffers::Verifier v(bfbs, size);
   if (!reflection::VerifySchemaBuffer(v)) Fail("embedded schema is corrupt");
   schema_ = reflection::GetSchema(bfbs);
+  // Everything is read here, once: a Schema is not changed afterwards (the
+  // program schema is shared by every thread).
+  const auto* objects = schema_->objects();
+  for (uint32_t i = 0; i < objects->size(); ++i) {
+    const reflection::Object* obj = objects->Get(i);
+    if (obj == schema_->root_table()) root_index_ = static_cast<int>(i);
+    std::vector<const reflection::Field*> by_id;
+    for (const reflection::Field* f : *obj->fields()) {
+      if (by_id.size() <= f->id()) by_id.resize(f->id() + 1u, nullptr);
+      by_id[f->id()] = f;
+    }
+    ObjectDecode d{obj, by_id.size(), {}};
+    for (size_t id = 0; id < by_id.size(); ++id) {
+      const reflection::Field* f = by_id[id];
+      if (f == nullptr || f->deprecated()) continue;
+      const reflection::Field* tag = id > 0 ? by_id[id - 1] : nullptr;
+      d.fields.push_back(FieldDecode{f, f->offset(), f->id(), tag ? tag->offset() : uint16_t{0}, f->type()->base_type(),
+                                     f->type()->element(), f->type()->index()});
+    }
+    decode_.push_back(std::move(d));
+    by_id_.emplace(obj, std::move(by_id));
+  }
+  const auto* enums = schema_->enums();
+  union_members_.resize(enums->size());
+  for (uint32_t e = 0; e < enums->size(); ++e) {
+    const reflection::Enum* en = enums->Get(e);
+    if (!en->is_union()) continue;
+    auto& m = union_members_[e];
+    m.assign(256, -1);
+    for (const reflection::EnumVal* ev : *en->values()) {
+      if (ev->value() > 0 && ev->value() < 256 && ev->union_type() != nullptr) {
+        m[static_cast<size_t>(ev->value())] = ev->union_type()->index();
+      }
+    }
+  }
 }
 
 const reflection::Object* Schema::FindObject(const std::string& name) const {
@@ -1238,26 +1274,13 @@ const reflection::Field& Schema::FieldOf(const reflection::Object& obj, const st
 
 const std::vector<const reflection::Field*>& Schema::FieldsById(const reflection::Object& obj) const {
   auto it = by_id_.find(&obj);
-  if (it != by_id_.end()) return it->second;
-  std::vector<const reflection::Field*> v;
-  for (auto* f : *obj.fields()) {
-    if (v.size() <= f->id()) v.resize(f->id() + 1, nullptr);
-    v[f->id()] = f;
-  }
-  return by_id_.emplace(&obj, std::move(v)).first->second;
+  if (it == by_id_.end()) Fail("object " + obj.name()->str() + " is not of this schema");
+  return it->second;
 }
 
 const reflection::Object* Schema::UnionMember(int union_index, uint8_t tag) const {
   const int i = UnionMemberIndex(union_index, tag);
   return i < 0 ? nullptr : &ObjectAt(i);
-}
-
-int Schema::UnionMemberIndex(int union_index, uint8_t tag) const {
-  if (tag == 0) return -1;
-  auto* e = schema_->enums()->Get(union_index);
-  auto* ev = e->values()->LookupByKey(tag);
-  if (ev == nullptr || ev->union_type() == nullptr) return -1;
-  return ev->union_type()->index();
 }
 
 std::string Schema::FileIdent() const { return schema_->file_ident() ? schema_->file_ident()->str() : std::string(); }
@@ -1286,7 +1309,7 @@ std::shared_ptr<Table> Decode(const Schema& schema, const uint8_t* buf, size_t s
                               std::shared_ptr<const void> owner) {
   if (size < 8) Fail("flatbuffer too small");
   Decoder d(schema, std::move(owner));
-  return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
+  return d.DecodeTable(schema.RootIndex(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
 }
 
 std::shared_ptr<Table> DecodeOnDemand(const Schema& schema, const uint8_t* buf, size_t size,
@@ -1296,7 +1319,7 @@ std::shared_ptr<Table> DecodeOnDemand(const Schema& schema, const uint8_t* buf, 
   src->owner = std::move(owner);
   src->schema = &schema;
   Decoder d(std::move(src));
-  return d.DecodeTable(schema.Root(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
+  return d.DecodeTable(schema.RootIndex(), flatbuffers::GetRoot<flatbuffers::Table>(buf));
 }
 
 TreeSize MeasureTree(const Table& t) {

@@ -341,12 +341,38 @@ class Schema {
   // The object a union value of enum `union_index` with type tag `tag` holds.
   const reflection::Object* UnionMember(int union_index, uint8_t tag) const;
   // Its index in the schema's objects (-1: none).
-  int UnionMemberIndex(int union_index, uint8_t tag) const;
+  int UnionMemberIndex(int union_index, uint8_t tag) const {
+    const auto& m = union_members_[static_cast<size_t>(union_index)];
+    return m.empty() ? -1 : m[tag];
+  }
   std::string FileIdent() const;
+
+  // What decoding a table needs of one field, read from the reflection
+  // tables once (reading them for every field of every table was most of a
+  // lazy walk's decoding).
+  struct FieldDecode {
+    const reflection::Field* field;
+    uint16_t offset;  // in the vtable
+    uint16_t id;
+    uint16_t tag_offset;  // a union's: its `_type` field's offset in the vtable (0: no such field)
+    reflection::BaseType type;
+    reflection::BaseType element;  // of a vector
+    int32_t index;                 // the type's object (or union enum)
+  };
+  struct ObjectDecode {
+    const reflection::Object* object;
+    size_t field_count;               // FieldsById(*object).size()
+    std::vector<FieldDecode> fields;  // not deprecated, by id
+  };
+  const ObjectDecode& DecodeOf(int object_index) const { return decode_[static_cast<size_t>(object_index)]; }
+  int RootIndex() const { return root_index_; }
 
  private:
   const reflection::Schema* schema_;
-  mutable std::map<const reflection::Object*, std::vector<const reflection::Field*>> by_id_;
+  std::map<const reflection::Object*, std::vector<const reflection::Field*>> by_id_;  // every object's
+  std::vector<ObjectDecode> decode_;                                                  // by object index
+  std::vector<std::vector<int32_t>> union_members_;  // by enum index: a union's object index by tag (-1: none)
+  int root_index_ = -1;
 };
 
 // Program and FlatTensor schemas compiled into the library. ProgramSchema
