@@ -66,9 +66,12 @@ std::string Diff(const fb::Value& a, const fb::Value& b, const std::string& path
       return a.scalars_size() == 0 || std::memcmp(a.scalars_data(), b.scalars_data(), a.scalars_size()) == 0
                  ? ""
                  : path + ": vector bytes differ";
-    case K::kTable:
-      if (!a.table() || !b.table()) return a.table() == b.table() ? "" : path + ": null table";
-      return Diff(*a.table(), *b.table(), path);
+    case K::kTable: {
+      // Read through Peek: a tree decoded on demand keeps nothing of the comparison.
+      const fb::PeekedTable ta = fb::Peek(a), tb = fb::Peek(b);
+      if (!ta || !tb) return ta.get() == tb.get() ? "" : path + ": null table";
+      return Diff(*ta, *tb, path);
+    }
     case K::kOffsetVector:
       if (a.elems().size() != b.elems().size()) return path + ": element counts differ";
       for (size_t i = 0; i < a.elems().size(); ++i) {
@@ -142,6 +145,34 @@ TEST(JsonTree, PrefixReadsTheSameTreeAndEndsAfterItsBrace) {
   EXPECT_EQ(fb::TreeFromJsonPrefix(fb::ProgramSchema(), R"({"version": 0, "no_such_field": 1}, "x": 1})", &end),
             nullptr);
   EXPECT_EQ(fb::TreeFromJsonPrefix(fb::ProgramSchema(), R"({"version": 0)", &end), nullptr);
+}
+
+// The reader builds a flatbuffer, not a tree: FlatBuffers' own verifier of
+// program.fbs (the generated code ExecuTorch's runtime runs) takes it, and the
+// prefix form is decoded on demand: a spec's program is held as those bytes
+// until the layout reads it.
+TEST(JsonTree, ReadsIntoAVerifiedFlatbufferDecodedOnDemand) {
+  const fb::Schema& s = fb::ProgramSchema();
+  const uint16_t plans = s.FieldOf(s.Root(), "execution_plan").id();
+  for (const auto& name : PteFixtures()) {
+    SCOPED_TRACE(name);
+    const std::string program = FixtureJson(name);
+    auto fbb = fb::FlatbufferFromJson(s, program);
+    ASSERT_TRUE(fbb.has_value());
+    flatbuffers::Verifier v(fbb->data, fbb->size);
+    EXPECT_TRUE(executorch_flatbuffer::VerifyProgramBuffer(v));
+    size_t end = 0;
+    auto tree = fb::TreeFromJsonPrefix(s, program + ", \"x\": 1}", &end);
+    ASSERT_NE(tree, nullptr);
+    const fb::Value& plan = tree->fields[plans];
+    ASSERT_FALSE(plan.elems().empty());
+    EXPECT_TRUE(plan.elems()[0].lazy()) << "the execution plan was decoded before anything read it";
+    auto parsed = ParserTree(program);
+    ASSERT_NE(parsed, nullptr);
+    EXPECT_EQ(Diff(*tree, *parsed, "program"), "");
+    EXPECT_TRUE(plan.elems()[0].lazy()) << "comparing the trees kept what it read";
+  }
+  EXPECT_FALSE(fb::FlatbufferFromJson(s, R"({"version": 0, "no_such_field": 1})").has_value());
 }
 
 TEST(JsonTree, PackSpecReadsDirectly) {

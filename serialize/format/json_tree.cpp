@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flatbuffers/flatbuffers.h"
+
 namespace ptepack::fb {
 namespace {
 
@@ -23,30 +25,6 @@ bool IsFloat(reflection::BaseType t) { return t == reflection::Float || t == ref
 // would then fail verification, so such a program is not read here.
 constexpr size_t kMaxTables = 1000000;
 constexpr size_t kMaxDepth = 64;
-
-// Strings and scalar vectors of the tree: views of blocks this arena owns
-// (the tree's values keep it alive), so a program is a few allocations, not
-// one per string.
-class Arena {
- public:
-  uint8_t* Alloc(size_t n) {
-    size_t at = (used_ + 7) & ~size_t{7};  // scalar vectors stay aligned to their element size
-    if (blocks_.empty() || at + n > cap_) {
-      size_t cap = std::max(n, kBlock);
-      blocks_.push_back(std::make_unique<uint8_t[]>(cap));
-      cap_ = cap;
-      at = 0;
-    }
-    used_ = at + n;
-    return blocks_.back().get() + at;
-  }
-
- private:
-  static constexpr size_t kBlock = 256 * 1024;
-  std::vector<std::unique_ptr<uint8_t[]>> blocks_;
-  size_t used_ = 0;
-  size_t cap_ = 0;
-};
 
 // What the reader needs of one field, read from the schema once per parse
 // (reading it from the reflection tables for every key was 6 % of `pack`).
@@ -77,22 +55,50 @@ struct ObjectInfo {
   std::vector<const FieldFacts*> next;
 };
 
+// The fields a table has been given so far, by id: a scalar's bits or a
+// child's offset in the builder. Filled as the table's JSON is read; the
+// table is built when it ends (its children are already in the buffer).
+struct TableFields {
+  struct Slot {
+    uint64_t bits;  // a scalar's little-endian bits, or an offset
+    reflection::BaseType type;
+    bool offset;
+  };
+  uint64_t present = 0;  // ids of fields set (slots of others are left uninitialized)
+  Slot slots[64];
+
+  bool Has(uint16_t id) const { return present >> id & 1; }
+  void Set(uint16_t id, reflection::BaseType type, uint64_t bits, bool offset) {
+    slots[id] = Slot{bits, type, offset};
+    present |= uint64_t{1} << id;
+  }
+};
+
 class Reader {
  public:
+  // The builder's first block: about what a program's flatbuffer takes of
+  // its JSON (a third of it: keys and digits are longer than their binary),
+  // so that it rarely grows and copies; pages not written are not touched.
   Reader(const Schema& s, std::string_view text)
-      : s_(s), p_(text.data()), end_(text.data() + text.size()), arena_(std::make_shared<Arena>()) {}
+      : s_(s), p_(text.data()), end_(text.data() + text.size()), fbb_(std::max<size_t>(1024, text.size() / 3)) {
+    fbb_.ForceDefaults(true);  // a field is in the buffer when it is in the JSON (defaults are left out before)
+  }
 
-  // The root table; with `end`, text may follow it, and *end is where it ends.
-  std::shared_ptr<Table> Run(size_t* end = nullptr) {
+  // The flatbuffer of the root table; with `end`, text may follow it, and
+  // *end is where it ends.
+  Bytes Run(size_t* end = nullptr) {
     const char* start = p_;
-    auto root = ParseTable(s_.Root(), 1);
+    const flatbuffers::uoffset_t root = ParseTable(s_.Root(), 1);
     if (end != nullptr) {
       *end = static_cast<size_t>(p_ - start);
-      return root;
+    } else {
+      Ws();
+      if (p_ != end_) throw NotMine{};
     }
-    Ws();
-    if (p_ != end_) throw NotMine{};
-    return root;
+    const flatbuffers::String* ident = s_.raw().file_ident();
+    fbb_.Finish(flatbuffers::Offset<void>(root), ident && ident->size() == 4 ? ident->c_str() : nullptr);
+    auto buf = std::make_shared<flatbuffers::DetachedBuffer>(fbb_.Release());
+    return Bytes::View(buf->data(), buf->size(), buf);
   }
 
  private:
@@ -405,17 +411,17 @@ class Reader {
     return bits;
   }
 
-  void SetView(Value& v, const uint8_t* data, size_t size) {
-    uint8_t* dst = arena_->Alloc(size);
-    if (size) std::memcpy(dst, data, size);
-    v.set_view(dst, size, arena_);
+  flatbuffers::uoffset_t StringHere() {
+    String();
+    return fbb_.CreateString(raw_.data(), raw_.size()).o;
   }
 
-  std::shared_ptr<Table> ParseTable(const reflection::Object& obj, size_t depth) {
+  // Reads a table and builds it; its offset in the builder.
+  flatbuffers::uoffset_t ParseTable(const reflection::Object& obj, size_t depth) {
     if (obj.is_struct() || depth > kMaxDepth || ++tables_ > kMaxTables) throw NotMine{};
     ObjectInfo& info = Info(obj);
     if (info.by_id->size() > 64) throw NotMine{};
-    auto t = table_arena_.NewTable(&obj, info.by_id->size());
+    TableFields t;
     uint64_t seen = 0;  // field ids given
     const FieldFacts* prev = nullptr;
     // Union values given before their `_type` (nlohmann::json prints keys
@@ -435,12 +441,12 @@ class Reader {
         if (f.deprecated || (seen & bit)) throw NotMine{};
         seen |= bit;
         Expect(':');
-        if (f.type == reflection::Union && !TagField(info, f, *t)->present()) {
+        if (f.type == reflection::Union && !t.Has(TagId(info, f))) {
           Ws();
           later.emplace_back(&f, p_);
           SkipValue(0);
         } else {
-          ParseField(info, f, *t, depth);
+          ParseField(info, f, t, depth);
         }
         Ws();
         if (p_ < end_ && *p_ == ',') {
@@ -455,21 +461,49 @@ class Reader {
       const char* resume = p_;
       for (auto [f, at] : later) {
         p_ = at;
-        ParseField(info, *f, *t, depth);
+        ParseField(info, *f, t, depth);
       }
       p_ = resume;
     }
     for (uint16_t id : info.required) {
-      if (!t->fields[id].present()) throw NotMine{};
+      if (!t.Has(id)) throw NotMine{};
     }
-    return t;
+    return Build(t);
   }
 
-  // The value of union field `f`'s tag: the field before it (`NAME_type`).
-  static const Value* TagField(const ObjectInfo& info, const FieldFacts& f, const Table& t) {
+  flatbuffers::uoffset_t Build(const TableFields& t) {
+    const flatbuffers::uoffset_t start = fbb_.StartTable();
+    for (uint64_t left = t.present; left != 0; left &= left - 1) {
+      const auto id = static_cast<uint16_t>(__builtin_ctzll(left));
+      const TableFields::Slot& s = t.slots[id];
+      const flatbuffers::voffset_t at = flatbuffers::FieldIndexToOffset(id);
+      if (s.offset) {
+        fbb_.AddOffset(at, flatbuffers::Offset<void>(static_cast<flatbuffers::uoffset_t>(s.bits)));
+        continue;
+      }
+      switch (ScalarSize(s.type)) {
+        case 1:
+          fbb_.AddElement<uint8_t>(at, static_cast<uint8_t>(s.bits), 0);
+          break;
+        case 2:
+          fbb_.AddElement<uint16_t>(at, static_cast<uint16_t>(s.bits), 0);
+          break;
+        case 4:
+          fbb_.AddElement<uint32_t>(at, static_cast<uint32_t>(s.bits), 0);
+          break;
+        default:
+          fbb_.AddElement<uint64_t>(at, s.bits, 0);
+          break;
+      }
+    }
+    return fbb_.EndTable(start);
+  }
+
+  // The id of union field `f`'s tag: the field before it (`NAME_type`).
+  static uint16_t TagId(const ObjectInfo& info, const FieldFacts& f) {
     const FieldFacts* tf = f.id > 0 ? &info.facts[f.id - 1u] : nullptr;
     if (tf == nullptr || tf->field == nullptr || tf->type != reflection::UType) throw NotMine{};
-    return &t.fields[tf->id];
+    return tf->id;
   }
 
   // Steps over one JSON value (checked when it is read later).
@@ -508,8 +542,7 @@ class Reader {
     }
   }
 
-  void ParseField(const ObjectInfo& info, const FieldFacts& f, Table& t, size_t depth) {
-    Value& v = t.fields[f.id];
+  void ParseField(const ObjectInfo& info, const FieldFacts& f, TableFields& t, size_t depth) {
     const auto bt = f.type;
     if (IsScalarType(bt)) {
       uint64_t bits = Scalar(bt, bt == reflection::UType || f.index >= 0 ? f.index : -1);
@@ -521,33 +554,26 @@ class Reader {
         }
         if (f.was_default) return;  // left out, as the parser does
       }
-      v.kind = Value::Kind::kScalar;
-      v.type = bt;
-      v.set_bits(bits);
+      t.Set(f.id, bt, bits, false);
     } else if (bt == reflection::String) {
-      String();
-      v.kind = Value::Kind::kString;
-      SetView(v, reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
+      t.Set(f.id, bt, StringHere(), true);
     } else if (bt == reflection::Obj) {
-      auto child = ParseTable(s_.ObjectAt(f.index), depth + 1);
-      v.kind = Value::Kind::kTable;
-      v.mutable_table() = std::move(child);
+      t.Set(f.id, bt, ParseTable(s_.ObjectAt(f.index), depth + 1), true);
     } else if (bt == reflection::Union) {
-      const Value& tag = *TagField(info, f, t);
+      const uint16_t tag = TagId(info, f);
       const reflection::Object* member =
-          tag.present() ? s_.UnionMember(f.index, static_cast<uint8_t>(tag.bits())) : nullptr;
+          t.Has(tag) ? s_.UnionMember(f.index, static_cast<uint8_t>(t.slots[tag].bits)) : nullptr;
       if (member == nullptr) throw NotMine{};
-      auto child = ParseTable(*member, depth + 1);
-      v.kind = Value::Kind::kTable;
-      v.mutable_table() = std::move(child);
+      t.Set(f.id, bt, ParseTable(*member, depth + 1), true);
     } else if (bt == reflection::Vector) {
-      ParseVector(f, v, depth);
+      t.Set(f.id, bt, ParseVector(f, depth), true);
     } else {
       throw NotMine{};
     }
   }
 
-  void ParseVector(const FieldFacts& f, Value& v, size_t depth) {
+  // Reads a vector and builds it; its offset in the builder.
+  flatbuffers::uoffset_t ParseVector(const FieldFacts& f, size_t depth) {
     const auto et = f.element;
     Expect('[');
     bool empty = Peek(']');
@@ -564,33 +590,28 @@ class Reader {
           if (!Next()) break;
         }
       }
-      v.type = et;
-      v.kind = Value::Kind::kScalarVector;
-      SetView(v, bytes_.data(), bytes_.size());
       if (empty) ++p_;
-      return;
+      const size_t n = bytes_.size() / es;
+      fbb_.StartVector(n, es);
+      fbb_.PushBytes(bytes_.data(), bytes_.size());  // little-endian bits, as the buffer holds them
+      return fbb_.EndVector(n);
     }
     if (et != reflection::String && et != reflection::Obj) throw NotMine{};
-    v.type = et;
-    v.kind = Value::Kind::kOffsetVector;
-    auto& elems = v.mutable_elems();
+    // The elements' offsets, on one stack shared by the vectors being read.
+    const size_t base = offsets_.size();
     if (empty) {
       ++p_;
-      return;
-    }
-    while (true) {
-      Value& e = elems.emplace_back();
-      if (et == reflection::String) {
-        String();
-        e.kind = Value::Kind::kString;
-        SetView(e, reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
-      } else {
-        auto child = ParseTable(s_.ObjectAt(f.index), depth + 1);
-        e.kind = Value::Kind::kTable;
-        e.mutable_table() = std::move(child);
+    } else {
+      while (true) {
+        offsets_.push_back(et == reflection::String ? StringHere() : ParseTable(s_.ObjectAt(f.index), depth + 1));
+        if (!Next()) break;
       }
-      if (!Next()) break;
     }
+    const size_t n = offsets_.size() - base;
+    fbb_.StartVector(n, sizeof(flatbuffers::uoffset_t));
+    for (size_t i = n; i-- > 0;) fbb_.PushElement(flatbuffers::Offset<void>(offsets_[base + i]));
+    offsets_.resize(base);
+    return fbb_.EndVector(n);
   }
 
   // After a vector element: true at ',', false at (and past) ']'.
@@ -607,8 +628,8 @@ class Reader {
   const Schema& s_;
   const char* p_;
   const char* end_;
-  std::shared_ptr<Arena> arena_;
-  TableArena table_arena_;  // the tree's tables, one block after another
+  flatbuffers::FlatBufferBuilder fbb_;
+  std::vector<flatbuffers::uoffset_t> offsets_;
   std::string scratch_;
   std::string_view raw_;
   std::vector<uint8_t> bytes_;
@@ -625,20 +646,22 @@ class Reader {
 
 }  // namespace
 
-std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json) {
-  try {
-    return Reader(schema, json).Run();
-  } catch (const NotMine&) {
-    return nullptr;
-  }
-}
-
-std::shared_ptr<Table> TreeFromJsonPrefix(const Schema& schema, std::string_view json, size_t* end) {
+std::optional<Bytes> FlatbufferFromJson(const Schema& schema, std::string_view json, size_t* end) {
   try {
     return Reader(schema, json).Run(end);
   } catch (const NotMine&) {
-    return nullptr;
+    return std::nullopt;
   }
+}
+
+std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json) {
+  auto fbb = FlatbufferFromJson(schema, json);
+  return fbb ? Decode(schema, fbb->data, fbb->size, fbb->owner) : nullptr;
+}
+
+std::shared_ptr<Table> TreeFromJsonPrefix(const Schema& schema, std::string_view json, size_t* end) {
+  auto fbb = FlatbufferFromJson(schema, json, end);
+  return fbb ? DecodeOnDemand(schema, fbb->data, fbb->size, fbb->owner) : nullptr;
 }
 
 }  // namespace ptepack::fb

@@ -1,9 +1,10 @@
-// FlatBuffers JSON straight into a tree, without flatbuffers::Parser.
+// FlatBuffers JSON straight into a flatbuffer, without flatbuffers::Parser.
 //
 // `pack` reads a spec's program (program.fbs as JSON). FlatBuffers' parser
 // builds a binary that ptepack then verifies and decodes; on a program of
 // 20,000 values that parser was about 60% of `pack` (issue 16's profile). This
-// reader builds the tree Decode would give for that binary, for the JSON that
+// reader builds a binary that decodes to the tree the parser's gives (each
+// table built when its JSON ends: nothing but the buffer is kept), for the JSON that
 // ExecuTorch tooling and ptepack itself write: strict JSON, enum values by name
 // or number, a union's `_type` before its value, ASCII strings.
 //
@@ -16,18 +17,26 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "serialize/format/fbtree.h"
 
 namespace ptepack::fb {
 
-// The tree of the root table of `schema` written as `json`, or nullptr.
+// The flatbuffer of the root table of `schema` written as `json` (what
+// FlatBuffers' parser builds, its fields and vectors perhaps in another
+// order), or nullopt. With `end`, other text may follow the table (a spec's
+// "program"), and *end is the offset just past its closing brace.
+std::optional<Bytes> FlatbufferFromJson(const Schema& schema, std::string_view json, size_t* end = nullptr);
+
+// That flatbuffer decoded (fb::Decode), or nullptr.
 std::shared_ptr<Table> TreeFromJson(const Schema& schema, std::string_view json);
-// The same for a root table at the start of `json` that other text follows
-// (a spec's "program"): *end is the offset just past the table's closing
-// brace. The table is read as TreeFromJson reads it; a table it gives nullptr
-// for gives nullptr here too.
+// The same for a root table at the start of `json` that other text follows,
+// decoded on demand (fb::DecodeOnDemand): a program read for `pack` is held
+// as its flatbuffer (a third of its JSON), not as a tree (three times it),
+// and its tables are decoded as the layout reads them. A text TreeFromJson
+// gives nullptr for gives nullptr here too.
 std::shared_ptr<Table> TreeFromJsonPrefix(const Schema& schema, std::string_view json, size_t* end);
 
 }  // namespace ptepack::fb

@@ -84,7 +84,7 @@ Bytes Data(const JsonField& j, const SpecContext& ctx) {
   j.Fail("expected {\"file\": ...}, {\"hex\": ...} or {\"zeros\": N}");
 }
 
-// The program `parser` has parsed, as a verified tree.
+// The program `parser` has parsed, verified, as a tree decoded on demand.
 std::shared_ptr<fb::Table> ProgramFromParser(flatbuffers::Parser& parser, const std::string& base) {
   std::vector<uint8_t> fbb(parser.builder_.GetBufferPointer(),
                            parser.builder_.GetBufferPointer() + parser.builder_.GetSize());
@@ -102,7 +102,7 @@ std::shared_ptr<fb::Table> ProgramFromParser(flatbuffers::Parser& parser, const 
       BadSpec(base, "program failed verification after parsing");
   }
   Bytes owned = Bytes::Own(std::move(fbb));
-  return fb::Decode(prog::S(), owned.data, owned.size, owned.owner);
+  return fb::DecodeOnDemand(prog::S(), owned.data, owned.size, owned.owner);  // as the direct reader's
 }
 
 // The spec's "program" (program.fbs as JSON) as a verified tree: read
