@@ -4,15 +4,16 @@
 // builds a binary that ptepack then verifies and decodes; on a program of
 // 20,000 values that parser was about 60% of `pack` (issue 16's profile). This
 // reader builds a binary that decodes to the tree the parser's gives (each
-// table built when its JSON ends: nothing but the buffer is kept), for the JSON that
-// ExecuTorch tooling and ptepack itself write: strict JSON, enum values by name
-// or number, a union's `_type` before its value, ASCII strings.
+// table built when its JSON ends: nothing but the buffer is kept), for the
+// JSON that ExecuTorch tooling and ptepack itself write: strict JSON, enum
+// values by name or number, a union's `_type` before its value, ASCII strings.
 //
 // It reads nothing it is not sure of. Anything else (another escape or byte,
 // a number out of range or rounding to a subnormal, an unknown or repeated
 // field, a missing required field, a union value before its type, trailing
-// text, more tables than the verifier takes, and every error) gives nullptr,
-// and the caller runs FlatBuffers' parser, whose error messages say where.
+// text, more tables than the verifier takes, and every error) gives nothing
+// (nullopt, nullptr), and the caller runs FlatBuffers' parser, whose error
+// messages say where.
 // tests/json_tree_test.cpp checks both give the same tree.
 #pragma once
 
