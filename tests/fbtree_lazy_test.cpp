@@ -266,6 +266,41 @@ TEST(FbTreeLazy, EditTableChangesEveryLaterDecodeButNotCopiesMadeBefore) {
   EXPECT_EQ(idx_of(before), Tensor{*EValue{*ValuesOf(*Lazy(l))[i].table()}.val().table()}.get_data_buffer_idx());
 }
 
+// MeasureTree reads a lazy table no change reaches from its flatbuffer; it
+// must count what it counts of the decoded tree (the whole tree is the
+// reference), on every fixture, and with a change that makes a tensor's
+// sizes longer (that table is decoded to be measured).
+TEST(FbTreeLazy, MeasureOfALazyTreeIsTheWholeTreesWithAndWithoutChanges) {
+  auto same = [](const fb::TreeSize& a, const fb::TreeSize& b) {
+    return a.payload == b.payload && a.estimate == b.estimate;
+  };
+  for (const auto& name : testing::PteFixtures()) {
+    SCOPED_TRACE(name);
+    const Loaded l = Load(name);
+    auto lazy = Lazy(l);
+    const fb::TreeSize w = fb::MeasureTree(*Whole(l)), z = fb::MeasureTree(*lazy);
+    EXPECT_TRUE(same(w, z)) << w.payload << "/" << w.estimate << " vs " << z.payload << "/" << z.estimate;
+    EXPECT_GT(w.estimate, l.fb.size / 2);
+    EXPECT_TRUE(Program{*lazy}.execution_plan().elems().at(0).lazy()) << "measuring kept what it read";
+  }
+  const Loaded l = Load("add.pte");
+  auto lazy = Lazy(l);
+  auto whole = Whole(l);
+  const fb::TreeSize before = fb::MeasureTree(*lazy);
+  auto longer = [](fb::Table& ev) {
+    Tensor{fb::Own(EValue{ev}.val().mutable_table())}.sizes() =
+        fb::ScalarVectorOf<int32_t>(reflection::Int, {1, 2, 3, 4, 5, 6, 7, 8});
+  };
+  for (auto* root : {lazy.get(), whole.get()}) {
+    fb::Table& plan = fb::Own(Program{*root}.execution_plan().mutable_elems().at(0).mutable_table());
+    auto& values = ExecutionPlan{plan}.values().mutable_elems();
+    fb::EditTable(values[FirstTensor(values)], longer);
+  }
+  const fb::TreeSize w = fb::MeasureTree(*whole), z = fb::MeasureTree(*lazy);
+  EXPECT_TRUE(same(w, z)) << w.payload << "/" << w.estimate << " vs " << z.payload << "/" << z.estimate;
+  EXPECT_GT(z.payload, before.payload);
+}
+
 TEST(FbTreeLazy, ForEachTensorCowKeepsOnlyWhatItChanges) {
   const Loaded l = Load("linear.pte");
   auto lazy = Lazy(l);
