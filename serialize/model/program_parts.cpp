@@ -46,7 +46,7 @@ namespace {
 // searched by halves then, and sorted once at the end otherwise.
 class TensorEdits final : public fb::TableEdits {
  public:
-  void Add(const uint8_t* at, std::function<void(fb::Table&)> change) {
+  void Add(const uint8_t* at, TensorChange change) {
     if (!changes_.empty()) {
       rising_ = rising_ && changes_.back().at <= at;
       falling_ = falling_ && changes_.back().at >= at;
@@ -64,9 +64,9 @@ class TensorEdits final : public fb::TableEdits {
     auto by = [](auto less) { return [less](const Change& a, const Change& b) { return less(a.at, b.at); }; };
     std::pair<It, It> range;
     if (rising_) {
-      range = std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr}, by(std::less<>()));
+      range = std::equal_range(changes_.begin(), changes_.end(), Change{at, {}}, by(std::less<>()));
     } else if (falling_) {
-      range = std::equal_range(changes_.begin(), changes_.end(), Change{at, nullptr}, by(std::greater<>()));
+      range = std::equal_range(changes_.begin(), changes_.end(), Change{at, {}}, by(std::greater<>()));
     } else {  // while the walk runs (a value read again before Seal): each one
       for (const Change& c : changes_) {
         if (c.at == at) change(c);
@@ -79,7 +79,7 @@ class TensorEdits final : public fb::TableEdits {
  private:
   struct Change {
     const uint8_t* at;
-    std::function<void(fb::Table&)> change;
+    TensorChange change;
   };
   using It = std::deque<Change>::const_iterator;
   std::deque<Change> changes_;
@@ -110,7 +110,7 @@ void ForEachTensorCow(fb::Table& program,
       if (kept) kept->Seal();
     }
   } seal{kept};
-  EditTensorFn edit = [&plans, &at, &kept](std::function<void(fb::Table&)> change) {
+  EditTensorFn edit = [&plans, &at, &kept](TensorChange change) {
     at.owned = true;
     fb::Table& pl = fb::Own(plans[at.plan].mutable_table());
     fb::Value& ev = ExecutionPlan{pl}.values().mutable_elems()[at.value];
@@ -118,7 +118,10 @@ void ForEachTensorCow(fb::Table& program,
       if (!kept) kept = std::make_shared<TensorEdits>();
       kept->Add(fb::EditTableWith(ev, kept), std::move(change));
     } else {
-      fb::EditTable(EValue{fb::Own(ev.mutable_table())}.val(), std::move(change));
+      // (fb::EditTable keeps a copyable std::function: a change of a value
+      // decoded already, which walks meet far less often than lazy ones)
+      fb::EditTable(EValue{fb::Own(ev.mutable_table())}.val(),
+                    [c = std::make_shared<TensorChange>(std::move(change))](fb::Table& t) { (*c)(t); });
     }
   };
   for (size_t pi = 0; pi < plans.size(); ++pi) {

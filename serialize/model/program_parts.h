@@ -19,6 +19,7 @@
 #include "ptepack/bytes.h"
 #include "serialize/format/fbtree.h"
 #include "serialize/io/file_io.h"
+#include "support/inline_function.h"
 
 namespace ptepack {
 
@@ -76,8 +77,10 @@ void ForEachTensor(fb::Table& program,
 // gets the tensor read-only and `edit`, which changes it with a function of
 // the tensor's table (owning its plan, EValue and Tensor tables first, or,
 // where the value is still lazy, keeping the function: fb::EditTable). The
-// table fn got does not show the change.
-using EditTensorFn = std::function<void(std::function<void(fb::Table& tensor)>)>;
+// table fn got does not show the change. A change of up to 40 bytes of
+// captures is kept without a heap block of its own (InlineFunction).
+using TensorChange = InlineFunction<void(fb::Table& tensor), 40>;
+using EditTensorFn = std::function<void(TensorChange)>;
 void ForEachTensorCow(fb::Table& program,
                       const std::function<void(const fb::Table& plan, uint32_t value_index, const fb::Table& tensor,
                                                const EditTensorFn& edit)>& fn);
