@@ -507,6 +507,23 @@ uint64_t Padded4(uint64_t n) { return (n + 3) & ~uint64_t{3}; }
 // schema (looking the plan up per table made it a third of the encode).
 void Measure(const Table& t, TreeSize& s);
 
+// What Measure counts of each kind of field; the flatbuffer's own reading of
+// an unchanged lazy table (Decoder::MeasureUnchanged) counts the same.
+// A table adds 8, a scalar its size, a child table its 4-byte offset (and
+// itself), an offset vector's element its 4-byte offset (and itself).
+void CountString(TreeSize& s, uint64_t n, bool element) {
+  s.payload += 4 + n + 1;
+  s.estimate += (element ? 0 : 4) + Padded4(4 + n + 1);  // an element's offset is counted with it
+}
+void CountScalarVector(TreeSize& s, uint64_t bytes) {
+  s.payload += 4 + bytes;
+  s.estimate += 4 + 8 + Padded4(bytes);
+}
+void CountOffsetVector(TreeSize& s, uint64_t count) {
+  s.payload += 4 + 4 * count;
+  s.estimate += 4 + 8;
+}
+
 // A lazy table is measured in its flatbuffer when no change reaches it,
 // else decoded to be measured, and not kept (after Decoder, below).
 void MeasureChild(const Value& v, TreeSize& s);
@@ -519,27 +536,21 @@ void Measure(const Table& t, TreeSize& s) {
         s.estimate += ScalarSize(v.type);
         break;
       case Value::Kind::kString:
-        s.payload += 4 + v.scalars_size() + 1;
-        s.estimate += 4 + Padded4(4 + v.scalars_size() + 1);
+        CountString(s, v.scalars_size(), false);
         break;
       case Value::Kind::kTable:
         s.estimate += 4;
         MeasureChild(v, s);
         break;
       case Value::Kind::kScalarVector:
-        s.payload += 4 + v.scalars_size();
-        s.estimate += 4 + 8 + Padded4(v.scalars_size());
+        CountScalarVector(s, v.scalars_size());
         break;
       case Value::Kind::kOffsetVector:
-        s.payload += 4 + 4 * static_cast<uint64_t>(ElementCount(v));
-        s.estimate += 4 + 8;
+        CountOffsetVector(s, ElementCount(v));
         ForEachElement(v, [&s](const Value& e) {
           s.estimate += 4;
           if (e.kind == Value::Kind::kTable) MeasureChild(e, s);
-          if (e.kind == Value::Kind::kString) {
-            s.payload += 4 + e.scalars_size() + 1;
-            s.estimate += Padded4(4 + e.scalars_size() + 1);
-          }
+          if (e.kind == Value::Kind::kString) CountString(s, e.scalars_size(), true);
         });
         break;
       case Value::Kind::kAbsent:
@@ -605,8 +616,7 @@ class Decoder {
       } else if (bt == reflection::Obj) {
         Child(v, f.index, target());
       } else if (bt == reflection::Union) {
-        const uint8_t tag = f.tag_offset ? ft->GetField<uint8_t>(f.tag_offset, 0) : 0;
-        const int member = s_.UnionMemberIndex(f.index, tag);
+        const int member = UnionMemberOf(s_, f, ft);
         if (member < 0) continue;  // unknown tag: keep absent
         Child(v, member, target());
       } else if (bt == reflection::Vector) {
@@ -657,14 +667,15 @@ class Decoder {
   }
 
  private:
+  // The object a union field `f` of `ft` holds, by its `_type` field (-1: none or unknown).
+  static int UnionMemberOf(const Schema& sc, const Schema::FieldDecode& f, const flatbuffers::Table* ft) {
+    return sc.UnionMemberIndex(f.index, f.tag_offset ? ft->GetField<uint8_t>(f.tag_offset, 0) : uint8_t{0});
+  }
+
   static void MeasureFlatbuffer(const Schema& sc, int object_index, const flatbuffers::Table* ft, TreeSize& s) {
     s.estimate += 8;
     const uint8_t* const table = reinterpret_cast<const uint8_t*>(ft);
-    auto string_size = [&s](const uint8_t* str, bool in_vector) {
-      const uint64_t n = flatbuffers::ReadScalar<flatbuffers::uoffset_t>(str);
-      s.payload += 4 + n + 1;
-      s.estimate += (in_vector ? 0 : 4) + Padded4(4 + n + 1);
-    };
+    auto length = [](const uint8_t* str) { return flatbuffers::ReadScalar<flatbuffers::uoffset_t>(str); };
     for (const Schema::FieldDecode& f : sc.DecodeOf(object_index).fields) {
       const flatbuffers::voffset_t at = ft->GetOptionalFieldOffset(f.offset);
       if (at == 0) continue;
@@ -674,30 +685,24 @@ class Decoder {
       if (IsScalarType(f.type)) {
         s.estimate += ScalarSize(f.type);
       } else if (f.type == reflection::String) {
-        string_size(target, false);
+        CountString(s, length(target), false);
       } else if (f.type == reflection::Obj || f.type == reflection::Union) {
-        const int member =
-            f.type == reflection::Obj
-                ? f.index
-                : sc.UnionMemberIndex(f.index, f.tag_offset ? ft->GetField<uint8_t>(f.tag_offset, 0) : uint8_t{0});
+        const int member = f.type == reflection::Obj ? f.index : UnionMemberOf(sc, f, ft);
         if (member < 0) continue;  // decoded as absent
         s.estimate += 4;
         MeasureFlatbuffer(sc, member, reinterpret_cast<const flatbuffers::Table*>(target), s);
       } else if (f.type == reflection::Vector) {
         const uint64_t count = flatbuffers::ReadScalar<flatbuffers::uoffset_t>(target);
         if (IsScalarType(f.element)) {
-          const uint64_t bytes = count * ScalarSize(f.element);
-          s.payload += 4 + bytes;
-          s.estimate += 4 + 8 + Padded4(bytes);
+          CountScalarVector(s, count * ScalarSize(f.element));
           continue;
         }
-        s.payload += 4 + 4 * count;
-        s.estimate += 4 + 8;
+        CountOffsetVector(s, count);
         for (uint64_t i = 0; i < count; ++i) {
           const uint8_t* ep = target + 4 + 4 * i;
           const uint8_t* elem = ep + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(ep);
           s.estimate += 4;
-          if (f.element == reflection::String) string_size(elem, true);
+          if (f.element == reflection::String) CountString(s, length(elem), true);
           if (f.element == reflection::Obj) {
             MeasureFlatbuffer(sc, f.index, reinterpret_cast<const flatbuffers::Table*>(elem), s);
           }
