@@ -80,7 +80,7 @@ void FeedMemory(const Bytes& b, Xxh3Stream* state) {
 }
 
 // Mapped files are hashed from their file, read with pread into a buffer
-// (256 KiB a thread), not through the mapping: the copy runs through the
+// (1 MiB a thread), not through the mapping: the copy runs through the
 // kernel's own mapping of memory, while reading the page cache through ours
 // takes a fault per folio and a TLB miss per 4 KiB page, which on a VM walks
 // two page tables. On this project's VM (2026-12, Linux 6.18) `verify
@@ -107,9 +107,15 @@ constexpr size_t kStripe = 64;
 constexpr size_t kStripesPerBlock = 16;  // (secret size 192 - 64) / 8
 constexpr size_t kBlockBytes = kStripe * kStripesPerBlock;
 constexpr size_t kSecretSize = 192;
-constexpr size_t kReadBlocks = kBlock / kBlockBytes;  // blocks read at a time
-constexpr size_t kChunkBlocks = 4 * kReadBlocks;      // blocks a thread takes at a time
-constexpr size_t kRing = 4;                           // chunks summed ahead of the scrambles
+// Blocks a thread reads at a time: 1 MiB, one chunk of work. Each pread of
+// the page cache is a syscall, which on this project's VM (a PVM guest) goes
+// through the host: 1 GiB in 256 KiB reads (4,096 of them, Round 16) took
+// `verify --checksum` 0.073 s, in 1 MiB reads 0.062 s (median of 40
+// alternating runs each; 512 KiB 0.067 s, 2 MiB 0.065 s; docs/performance.md,
+// Round 17). 1 MiB is also what one core's L2 holds while XXH3 reads it back.
+constexpr size_t kReadBlocks = (1 << 20) / kBlockBytes;
+constexpr size_t kChunkBlocks = kReadBlocks;  // blocks a thread takes at a time
+constexpr size_t kRing = 4;                   // chunks summed ahead of the scrambles
 
 constexpr uint64_t kPrime32_1 = 0x9E3779B1u, kPrime32_2 = 0x85EBCA77u, kPrime32_3 = 0xC2B2AE3Du;
 constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull, kPrime64_2 = 0xC2B2AE3D27D4EB4Full,
