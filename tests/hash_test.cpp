@@ -71,6 +71,20 @@ TEST(TwoThreadHash, MatchesOneShotXxh3AtEveryTailLength) {
   ::close(fd);
 }
 
+// A range read from a file in more chunks of work than the two threads keep
+// summed ahead of the scrambles (hash.cpp: 64 chunks of 1 MiB), so the sums'
+// ring is reused, from an offset off every boundary: XXH3-64 of its bytes.
+TEST(TwoThreadHash, ARangeLongerThanTheRingIsXxh3OfItsBytes) {
+  const std::string dir = TempDir("hash_ring");
+  const std::vector<uint8_t> v = RandomBytes((80 << 20) + 5000, 29);
+  WriteFile(dir + "/file", v);
+  const int fd = ::open((dir + "/file").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const size_t off = 4097, n = (73 << 20) + 333;
+  EXPECT_EQ(HashFileRange(fd, off, n), XXH3_64bits(v.data() + off, n));
+  ::close(fd);
+}
+
 // A file of several regions, two of them long enough to be hashed on two
 // threads (one of them 5 MiB + 37 bytes, beyond one 1 MiB chunk of work), and
 // the padding between them: each digest is xxhsum's of the region's bytes.
