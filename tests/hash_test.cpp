@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -130,6 +131,55 @@ TEST(TwoThreadHash, RegionsMatchXxhsumOfTheCutOutBytes) {
   HashRegions(Bytes::View(v.data(), v.size()), &mem);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(mem[i].xxh3, regions[i].xxh3) << regions[i].name;
   if (!have_xxhsum) GTEST_SKIP() << "xxhsum not installed: checked against XXH3_64bits only";
+}
+
+// Many regions of every size below the two-thread one, some longer than a
+// read (1 MiB), some overlapping, with gaps from none to beyond what is read
+// together (64 KiB), given out of order: each digest is XXH3-64 of its bytes
+// and the padding XXH3-64 of the bytes outside every region, in file order,
+// read from the file (in batches on two threads) and from memory alike. A
+// region's digest taken from another's bytes, a batch or a piece skipped, or
+// a gap read twice or not at all changes one of them.
+TEST(TwoThreadHash, ManyShortRegionsAreEachXxh3OfTheirBytes) {
+  const std::string dir = TempDir("hash_many");
+  const std::vector<uint8_t> v = RandomBytes(48 << 20, 31);
+  WriteFile(dir + "/file", v);
+  std::mt19937_64 rng(7);
+  std::vector<RegionSum> regions;
+  const uint64_t sizes[] = {0, 1, 255, 4096, 70000, (1 << 20) - 3, (1 << 20) + 5, (3 << 20) + 11};
+  const uint64_t gaps[] = {0, 0, 1, 13, 4000, (64 << 10) + 1, 200000};
+  uint64_t at = 100;
+  while (true) {
+    const uint64_t size = rng() % 32 == 0 ? sizes[rng() % 8] : rng() % 3000;
+    if (at + size > v.size() - 300000) break;
+    regions.push_back({"r" + std::to_string(regions.size()), at, size, 0});
+    // Now and then the next region starts inside this one.
+    at = rng() % 16 == 0 && size > 2 ? at + size / 2 : at + size + gaps[rng() % 7];
+  }
+  regions.push_back({"long", v.size() - (5 << 20), 4 << 20, 0});  // a two-thread one among them
+  ASSERT_GT(regions.size(), 500u);
+  std::shuffle(regions.begin(), regions.end(), rng);
+  const size_t n = regions.size();
+  std::vector<uint8_t> outside(v.size(), 1);
+  for (const auto& r : regions) std::fill(outside.begin() + r.offset, outside.begin() + r.offset + r.size, 0);
+  std::vector<uint8_t> pad;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (outside[i]) pad.push_back(v[i]);
+  }
+  std::vector<RegionSum> from_file = regions, from_memory = regions;
+  auto m = MappedFile::Open(dir + "/file");
+  HashRegions(m->All(), &from_file);
+  HashRegions(Bytes::View(v.data(), v.size()), &from_memory);
+  ASSERT_EQ(from_file.size(), n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    const RegionSum& r = from_file[i];
+    ASSERT_EQ(r.xxh3, XXH3_64bits(v.data() + r.offset, r.size)) << r.name << " at " << r.offset << ", " << r.size;
+    ASSERT_EQ(from_memory[i].xxh3, r.xxh3) << r.name;
+  }
+  EXPECT_EQ(from_file[n].name, "padding");
+  EXPECT_EQ(from_file[n].size, pad.size());
+  EXPECT_EQ(from_file[n].xxh3, XXH3_64bits(pad.data(), pad.size()));
+  EXPECT_EQ(from_memory[n].xxh3, from_file[n].xxh3);
 }
 
 // A file that ends before the range does (truncated while hashed): the

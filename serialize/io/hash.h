@@ -36,9 +36,10 @@ struct RegionSum {
 };
 
 // Hashes `regions` (name, offset, size filled in) of `file` and appends the
-// "padding" region for the bytes outside all of them. Regions must lie in
-// the file; they are hashed in file order, each of kHashTwoThreadsFrom bytes
-// or more on two threads.
+// "padding" region for the bytes outside all of them, in file order. Regions
+// must lie in the file (they may overlap). Each of kHashTwoThreadsFrom bytes
+// or more is hashed on two threads; the shorter ones, from a file, in
+// batches of neighbours read together, both threads taking batches.
 void HashRegions(const Bytes& file, std::vector<RegionSum>* regions);
 
 // Ranges (and regions) of this many bytes or more are hashed on two threads
