@@ -34,6 +34,7 @@
 // portable entry point is used.
 extern "C" XXH_errorcode XXH3_64bits_update_dispatch(XXH3_state_t* state, const void* input, size_t len)
     __attribute__((weak));
+extern "C" XXH64_hash_t XXH3_64bits_dispatch(const void* input, size_t len) __attribute__((weak));
 
 namespace ptepack {
 namespace {
@@ -41,6 +42,11 @@ namespace {
 // Large enough to amortize the syscall, small enough to stay in L2 while
 // XXH3 reads it back.
 constexpr size_t kBlock = 256 << 10;
+
+// XXH3_64bits, runtime-dispatched where libxxhash has it.
+uint64_t Xxh3OneShot(const void* p, size_t n) {
+  return XXH3_64bits_dispatch != nullptr ? XXH3_64bits_dispatch(p, n) : XXH3_64bits(p, n);
+}
 
 struct Fd {
   int fd = -1;
@@ -501,7 +507,7 @@ uint64_t BytesHasher::Hash(const Bytes& b) {
   if (b.size <= kBlock) {
     // One read and the one-shot hash (the same value as the stream's).
     reader_.Read(b, 0, b.size, buf_.data());
-    return XXH3_64bits(buf_.data(), b.size);
+    return Xxh3OneShot(buf_.data(), b.size);
   }
   Xxh3Stream s;
   Feed(fd, static_cast<uint64_t>(b.data - MappingOf(b)->data()), b.size, &s, buf_);
@@ -596,7 +602,7 @@ void HashShortRegions(int fd, uint64_t base, std::vector<RegionSum>& regions, co
         reader.Read(ranges, batches[b], batches[b + 1], [&](size_t k, const uint8_t* p, size_t n, bool last) {
           RegionSum& r = regions[order[k]];
           if (last && !stream) {  // whole: the one-shot hash (the stream's value)
-            r.xxh3 = XXH3_64bits(p, n);
+            r.xxh3 = Xxh3OneShot(p, n);
             return;
           }
           if (!stream) stream = std::make_unique<Xxh3Stream>();
