@@ -12,7 +12,7 @@
 # --quick (about 3 min with --repeat 2, longer with the default 5): smaller
 # constants (2,000 x 16 KiB, 128 MiB to copy) and a 100,000-key .ptd, no scale
 # rows. The full run (2,000 x 256 KiB, 1 GiB, 300,000 keys, the scale rows'
-# 220 MB spec and sparse 4 and 40 GiB files) needs about 4.5 GiB of disk in
+# 220 MB spec and sparse 4 and 40 GiB files) needs about 5.5 GiB of disk in
 # $BENCH_DIR (default /tmp/ptepack-bench), 2 GiB in the tmpfs, and tens of
 # minutes. Builds build-bench/ (Release) first.
 set -euo pipefail
